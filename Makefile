@@ -1,0 +1,44 @@
+# The first two commands of the README: `make demo` and `make test`.
+# Both create .venv (once) and install what they need into it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+STAMP_BENCH := $(VENV)/.installed-bench
+
+.PHONY: demo test bench lint typing clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(STAMP_BENCH): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+demo: $(STAMP_BASE)
+	$(PY) -m hmsengine.demo
+
+test: $(STAMP_TEST)
+	$(PY) -m pytest -q
+
+bench: $(STAMP_BENCH)
+	$(PY) bench/ingest.py
+
+lint: $(STAMP_TEST)
+	$(PY) -m pip install -q ruff && $(PY) -m ruff check hmsengine tests bench
+
+typing: $(STAMP_TEST)
+	$(PY) -m pip install -q mypy && $(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

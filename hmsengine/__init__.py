@@ -1,0 +1,35 @@
+"""hmsengine: an embedded, async memory engine for AI agents.
+
+The public face: the names of the API contract (docs and ../shared/design/API.md) that this build
+implements, re-exported from the private modules. Nothing else lives here.
+"""
+
+from .engine import Document, Engine, Hit
+from .errors import (
+    Conflict,
+    CorruptStore,
+    DurabilityError,
+    HmsError,
+    IncompatibleStore,
+    InvalidRequest,
+    NotFound,
+    ProvenanceError,
+    StoreLocked,
+    WrongKey,
+)
+
+__all__ = [
+    "Conflict",
+    "CorruptStore",
+    "Document",
+    "DurabilityError",
+    "Engine",
+    "Hit",
+    "HmsError",
+    "IncompatibleStore",
+    "InvalidRequest",
+    "NotFound",
+    "ProvenanceError",
+    "StoreLocked",
+    "WrongKey",
+]

@@ -1,0 +1,75 @@
+"""Actor plumbing: the one-shot reply slot and exception-group unwrapping.
+
+A caller sends a message carrying a :class:`ReplySlot`; the actor resolves the slot with the
+outcome (a value or the exception it hit), so an error inside the actor re-raises in the caller's
+task and never kills the actor.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, NoReturn, TypeVar
+
+import outcome
+import trio
+
+T = TypeVar("T")
+
+
+class ReplySlot(Generic[T]):
+    """A one-shot slot: the actor sets it once; one caller waits for it."""
+
+    __slots__ = ("_event", "_outcome")
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self._outcome: outcome.Outcome[T] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    def set_value(self, value: T) -> None:
+        if self._outcome is None:
+            self._outcome = outcome.Value(value)
+            self._event.set()
+
+    def set_error(self, error: BaseException) -> None:
+        if self._outcome is None:
+            self._outcome = outcome.Error(error)
+            self._event.set()
+
+    async def wait(self) -> T:
+        """Wait for the actor's reply and return it, or raise the actor's exception.
+
+        Cancellation: the caller stops waiting, but the request may still take effect (a write
+        already handed to the writer is committed or not as one unit, independently).
+        """
+        await self._event.wait()
+        assert self._outcome is not None
+        return self._outcome.unwrap()
+
+
+def raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Re-raise an exception group from our own nurseries as one plain exception.
+
+    Policy (no ``ExceptionGroup`` escapes a public call): our actors never raise out of their
+    loops, so a group reaching a public boundary holds the caller's own exception, perhaps beside
+    ``Cancelled`` leaves of sibling tasks. Raise the first leaf that is not ``Cancelled``; if all
+    are ``Cancelled``, raise the first one so the enclosing cancel scope can absorb it. The other
+    leaves are attached as a note.
+    """
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    chosen = next((e for e in leaves if not isinstance(e, trio.Cancelled)), leaves[0])
+    others = [e for e in leaves if e is not chosen and not isinstance(e, trio.Cancelled)]
+    if others:
+        chosen.add_note("also raised: " + "; ".join(repr(e) for e in others))
+    raise chosen from chosen.__cause__

@@ -1,0 +1,258 @@
+"""``Engine``: the document engine, its nursery of actors, and the document methods.
+
+Nursery layout (started in this order, stopped in reverse)::
+
+    Engine.open(...)                     recovery runs in a worker thread before anything starts
+      nursery
+        writer actor                     sole owner of the journal and the text segment
+        (index-builder actors)           derive search segments from committed batches (issue 3)
+      reader tasks                       the callers' own tasks: lock-free lookups, inline reads
+
+Leaving the ``async with`` block closes the writer's mailbox; the writer answers every request
+already queued, then exits; the store checkpoints unsynced text, closes its files and releases
+the lock. No ``ExceptionGroup`` escapes: see ``actor.raise_single`` for the policy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import trio
+
+from ..clock import checked_clock
+from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
+from ..storage.directory import Directory, FsDirectory, MemoryDirectory
+from .actor import ReplySlot, raise_single
+from .store import StoreCore
+from .values import (
+    DeleteOp,
+    DeleteResult,
+    Document,
+    EngineStatistics,
+    PutOp,
+    PutResult,
+    check_id,
+    make_put,
+    make_puts,
+)
+from .writer import WriteRequest, WriterActor
+
+# Texts up to this size are read and decompressed inline on the event loop (a few microseconds);
+# larger ones go to a worker thread so a reader never stalls the loop (PERF-NOTES: a hop costs
+# ~0.3 ms, about what decompressing 1 MiB costs).
+INLINE_READ_BYTES = 256 * 1024
+MAILBOX_SIZE = 4096
+ANALYZERS = ("standard", "simple")
+
+
+def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
+    if path is None:
+        return MemoryDirectory()
+    if isinstance(path, (str, os.PathLike)):
+        return FsDirectory(path)
+    if hasattr(path, "open_file") and hasattr(path, "atomic_write"):
+        return path  # a Directory implementation (tests, shims)
+    raise InvalidRequest(f"path: expected a directory path or None, got {type(path).__name__}")
+
+
+class Engine:
+    """An open store. Create it with ``async with Engine.open(path) as engine``."""
+
+    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest],
+                 writer: WriterActor, clock: Callable[[], int]) -> None:
+        self._core = core
+        self._send = send
+        self._writer = writer
+        self._clock = clock
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @staticmethod
+    def open(
+        path: str | os.PathLike[str] | Directory | None = None, *, key: str | bytes | None = None,
+        clock: Callable[[], int] | None = None, dim: int = 4096, embedding_dim: int | None = None,
+        analyzer: str = "standard",
+    ) -> AbstractAsyncContextManager[Engine]:
+        """Open (creating if missing) the store at ``path``; ``None`` is a purely in-memory store.
+
+        Raises ``StoreLocked`` if the store is already open, ``CorruptStore`` for damage before
+        the journal's tail (a torn tail is truncated), ``IncompatibleStore`` for a store written by
+        a newer format. ``analyzer``, ``dim`` and ``embedding_dim`` are recorded at creation; a
+        reopen uses the recorded ``analyzer`` and ``dim``, and an explicit ``embedding_dim`` that
+        contradicts the recorded one is ``InvalidRequest``.
+        """
+        if key is not None:
+            raise InvalidRequest(
+                "key: encrypted stores are not supported by this build yet",
+                hint="open the store without a key; encryption at rest is tracked as its own issue",
+            )
+        if analyzer not in ANALYZERS:
+            raise InvalidRequest(f"analyzer: expected one of {', '.join(ANALYZERS)}, got {analyzer!r}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 16 <= dim <= 1 << 20:
+            raise InvalidRequest(f"dim: expected an integer from 16 to {1 << 20}, got {dim!r}")
+        if embedding_dim is not None and (
+            isinstance(embedding_dim, bool) or not isinstance(embedding_dim, int)
+            or not 1 <= embedding_dim <= 65536
+        ):
+            raise InvalidRequest(f"embedding_dim: expected None or 1..65536, got {embedding_dim!r}")
+        return _lifecycle(_as_directory(path), checked_clock(clock), dim=dim,
+                          embedding_dim=embedding_dim, analyzer=analyzer)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def _submit(self, ops: list[PutOp | DeleteOp]) -> list[Any]:
+        if self._closed:
+            raise EngineClosed("the engine is closed")
+        slot: ReplySlot[list[Any]] = ReplySlot()
+        try:
+            await self._send.send(WriteRequest(ops=ops, slot=slot))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise EngineClosed("the engine is closed") from None
+        return await slot.wait()
+
+    async def put_document(self, id: str, text: str, *, metadata: dict[str, Any] | None = None,
+                           embedding: Any = None) -> PutResult:
+        """Store ``text`` under ``id``, replacing any document with that id atomically.
+
+        Durable when it returns (its journal transaction is fsynced, possibly together with other
+        callers' writes). Visible to every reader from that moment. If the caller is cancelled
+        while waiting, the write may or may not have been committed.
+        """
+        op = make_put(id, text, metadata, embedding)
+        result: PutResult = (await self._submit([op]))[0]
+        return result
+
+    async def put_documents(self, items: list[Any]) -> list[PutResult]:
+        """Store several documents in one transaction: all of them, or (on any error) none."""
+        ops: list[PutOp | DeleteOp] = list(make_puts(items))
+        return await self._submit(ops)
+
+    async def delete_document(self, id: str, *, purge: bool = False) -> bool:
+        """Delete a document; True if it existed.
+
+        The delete is durable when it returns, and the document's text record in
+        ``documents.text`` has been overwritten with zeros (synced by the next checkpoint:
+        a forget, a compaction or the close). The journal keeps the old frame until a purge.
+        """
+        doc_id = check_id(id)
+        if purge:
+            raise InvalidRequest(
+                "purge: physical erasure by compaction is not available in this build yet",
+                hint="delete without purge; the text record is zeroed either way",
+            )
+        result: DeleteResult = (await self._submit([DeleteOp(id=doc_id)]))[0]
+        return result.existed
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def get_document(self, id: str) -> Document | None:
+        """The document stored under ``id`` at the current revision, or None.
+
+        Never waits for the writer. A text larger than ``INLINE_READ_BYTES`` is read in a worker
+        thread; if the document is replaced or deleted meanwhile, the read starts over.
+        """
+        doc_id = check_id(id)
+        self._check_open()
+        for _ in range(8):
+            entry = self._core.table.get(doc_id)
+            if entry is None:
+                return None
+            try:
+                if entry.length <= INLINE_READ_BYTES:
+                    text = self._core.read_text(entry.offset, entry.length, entry.crc)
+                else:
+                    text = await trio.to_thread.run_sync(
+                        self._core.read_text, entry.offset, entry.length, entry.crc
+                    )
+            except HmsError:
+                if self._core.table.get(doc_id) is not entry:
+                    continue  # replaced or deleted while we read: look again
+                raise
+            return _document(doc_id, text, entry)
+        raise HmsError("the document kept changing while it was being read; try again")
+
+    async def has_document(self, id: str) -> bool:
+        """True if a document is stored under ``id``; never waits for the writer."""
+        doc_id = check_id(id)
+        self._check_open()
+        return doc_id in self._core.table.entries
+
+    @property
+    def revision(self) -> int:
+        """The number of transactions committed to this store; grows by one with each."""
+        return self._core.table.revision
+
+    def statistics(self) -> EngineStatistics:
+        c = self._core.counters
+        return EngineStatistics(
+            documents=len(self._core.table), revision=self._core.table.revision, writes=c.writes,
+            transactions=c.transactions, commits=c.commits, fsyncs=c.fsyncs,
+            bytes_written=c.bytes_written, checkpoints=c.checkpoints,
+            records_zeroed=c.records_zeroed, embedding_dim=self._core.table.embedding_dim,
+            broken=self._core.broken is not None,
+        )
+
+    @property
+    def analyzer(self) -> str:
+        return self._core.format.analyzer
+
+    @property
+    def dim(self) -> int:
+        return self._core.format.dim
+
+    def now(self) -> int:
+        """The engine's clock, in ms (the injectable ``clock`` of ``open``)."""
+        return self._clock()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineClosed("the engine is closed")
+
+
+def _document(doc_id: str, text: str, entry: Any) -> Document:
+    import json
+
+    return Document(
+        id=doc_id, text=text,
+        metadata=None if entry.metadata_json is None else json.loads(entry.metadata_json),
+        embedding=None if entry.embedding is None else tuple(float(x) for x in entry.embedding),
+    )
+
+
+@asynccontextmanager
+async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
+                     embedding_dim: int | None, analyzer: str) -> AsyncIterator[Engine]:
+    now = clock()
+    core = await trio.to_thread.run_sync(
+        lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
+                               embedding_dim=embedding_dim, now_ms=now)
+    )
+    recorded = core.format.embedding_dim
+    if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
+        await trio.to_thread.run_sync(core.close)
+        raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
+    if core.table.embedding_dim is None:
+        core.table.embedding_dim = recorded
+    send, receive = trio.open_memory_channel[WriteRequest](MAILBOX_SIZE)
+    writer = WriterActor(core, receive)
+    engine = Engine(core, send, writer, clock)
+    try:
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(writer.run)
+                try:
+                    yield engine
+                finally:
+                    # Finish in-flight writes even if the body is being cancelled.
+                    with trio.CancelScope(shield=True):
+                        engine._closed = True
+                        await send.aclose()
+        except BaseExceptionGroup as group:
+            raise_single(group)
+    finally:
+        with trio.CancelScope(shield=True), map_errors("closing the store"):
+            await trio.to_thread.run_sync(core.close)

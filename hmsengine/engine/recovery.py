@@ -1,0 +1,115 @@
+"""Recovery at open: replay the journal, truncate a torn tail, repair the text segment.
+
+The steps, in order:
+
+1. Scan the journal (storage/journal.py). Damage before the tail raises ``CorruptStore``; a torn
+   tail is truncated and the truncation fsynced before anything new is appended.
+2. Replay every transaction into the document table, in sequence order. Checkpoints tell which
+   part of ``documents.text`` was already synced and which dead records were already zeroed.
+3. Bring ``documents.text`` to exactly the end of the last record any journaled operation
+   references (cutting records of unacknowledged writes, or extending a file a crash shortened),
+   so no region is ever shared by two records.
+4. Verify every live document's record written after the last checkpoint; a record a crash lost
+   or tore is written again at the end of the segment from the text the journal carries.
+5. Overwrite with zeros every record that died after the last checkpoint (a crash may have come
+   between the durable delete and the zeroing).
+6. If anything was unsynced, repaired or zeroed: fsync the segment and journal a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import CorruptStore, map_errors
+from ..storage.journal import KIND_CHECKPOINT, scan
+from ..storage.manifest import FORMAT_VERSION
+from ..storage.segments import record_crc
+from .state import DocEntry
+from .store import Counters, StoreCore
+from .txn import StoredPut, decode_checkpoint, decode_transaction
+
+
+def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -> None:
+    """Replay and repair ``core``'s generation in place (runs in a worker thread at open)."""
+    journal = core.journal
+    where = core.directory.describe(journal.name)
+    with map_errors("reading the journal", file=where):
+        data = journal.read_at(0, journal.size())
+    if progress:
+        progress(f"replaying {len(data)} journal bytes")
+    result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
+                  max_version=FORMAT_VERSION)
+    del data
+    if result.torn_tail:
+        with map_errors("truncating the journal's torn tail", file=where):
+            journal.truncate(result.valid_end)
+            journal.sync()
+
+    table = core.table
+    text_synced = 0
+    zeroed_through = 0
+    record_end = 0
+    dead: list[tuple[int, int, int]] = []  # (offset, length, revision at which it died)
+    # Texts of live documents whose records lie past the synced watermark, kept to repair them.
+    unsynced: dict[str, StoredPut] = {}
+
+    for frame in result.frames:
+        if frame.kind == KIND_CHECKPOINT:
+            cp = decode_checkpoint(frame.payload, where=where, offset=frame.offset)
+            text_synced, zeroed_through = cp.text_synced, cp.zeroed_through
+            for doc_id, rev, off, length, crc in cp.moved:
+                entry = table.get(doc_id)
+                if entry is not None and entry.revision == rev:
+                    entry.offset, entry.length, entry.crc = off, length, crc
+                record_end = max(record_end, off + length)
+            unsynced = {k: v for k, v in unsynced.items()
+                        if (e := table.get(k)) is not None and e.offset + e.length > text_synced}
+            continue
+        ops, dim = decode_transaction(frame.payload, where=where, offset=frame.offset)
+        if dim is not None:
+            table.embedding_dim = dim
+        rev = frame.sequence
+        for op in ops:
+            if isinstance(op, StoredPut):
+                record_end = max(record_end, op.offset + op.length)
+                old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
+                                                op.embedding, rev))
+                if op.offset + op.length > text_synced:
+                    unsynced[op.id] = op
+                else:
+                    unsynced.pop(op.id, None)
+            else:
+                old = table.delete(op.id)
+                unsynced.pop(op.id, None)
+            if old is not None:
+                dead.append((old.offset, old.length, rev))
+        table.revision = rev
+
+    text = core.text
+    with map_errors("repairing the text segment", file=text.where):
+        size = text.handle.size()
+        if size < text_synced:
+            raise CorruptStore(
+                f"documents.text is {size} bytes but {text_synced} were synced", file=text.where
+            )
+        if size != record_end:
+            text.handle.truncate(record_end)
+        moved: list[tuple[str, int, int, int, int]] = []
+        for doc_id, op in unsynced.items():
+            entry = table.get(doc_id)
+            if entry is None or text.is_intact(entry.offset, entry.length, entry.crc):
+                continue
+            offset = text.handle.size()
+            record = text.encode_at(op.text.encode("utf-8"), offset)
+            text.handle.append(record)
+            entry.offset, entry.length, entry.crc = offset, len(record), record_crc(record)
+            moved.append((doc_id, entry.revision, entry.offset, entry.length, entry.crc))
+        to_zero = [(off, length) for off, length, rev in dead if rev > zeroed_through]
+    core.text_synced, core.zeroed_through = text_synced, zeroed_through
+    core.zero_records(to_zero)
+    if moved or to_zero or text.handle.size() != text_synced:
+        if progress:
+            progress(f"repaired {len(moved)} text records, zeroed {len(to_zero)}")
+        core.checkpoint(moved=moved)
+    # Counters describe this open's activity, not recovery's bookkeeping.
+    core.counters = Counters()

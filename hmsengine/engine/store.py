@@ -1,0 +1,251 @@
+"""The synchronous core of an open store: its files, its document table, commit and checkpoint.
+
+The writer actor calls :meth:`StoreCore.commit` and :meth:`StoreCore.checkpoint` from a worker
+thread; readers call :meth:`StoreCore.read_text` inline. Nothing here knows about trio.
+
+Durability contract of :meth:`commit`: when it returns, every transaction of the batch is in the
+journal and the journal is fsynced. If any write or fsync fails, the core latches ``broken``: the
+batch and every later one raise :class:`DurabilityError` until the store is reopened, and the
+fsync is never retried (the kernel may have dropped the dirty pages already).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from ..errors import DurabilityError, map_errors
+from ..storage import manifest
+from ..storage.codec import PLAIN, Codec
+from ..storage.directory import Directory, FileHandle
+from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, encode_frame
+from ..storage.manifest import FORMAT_VERSION, StoreFormat
+from ..storage.segments import TextSegment, record_crc
+from .state import DocTable
+from .txn import (
+    Checkpoint,
+    StoredDelete,
+    StoredOp,
+    StoredPut,
+    encode_checkpoint,
+    encode_transaction,
+)
+from .values import DeleteOp, PutOp
+
+
+@attrs.frozen(kw_only=True)
+class PlannedTxn:
+    """A transaction the writer has checked against the table, ready to be written."""
+
+    sequence: int
+    ops: Sequence[PutOp | DeleteOp]
+    fixes_embedding_dim: int | None = None
+
+
+@attrs.define
+class Counters:
+    writes: int = 0
+    transactions: int = 0
+    commits: int = 0
+    fsyncs: int = 0
+    bytes_written: int = 0
+    checkpoints: int = 0
+    records_zeroed: int = 0
+
+
+class StoreCore:
+    """One open store: lock held, generation files open, table recovered."""
+
+    def __init__(self, directory: Directory, fmt: StoreFormat, generation: str,
+                 journal: FileHandle, text: TextSegment, codec: Codec) -> None:
+        self.directory = directory
+        self.format = fmt
+        self.generation = generation
+        self.journal = journal
+        self.text = text
+        self.codec = codec
+        self.table = DocTable()
+        self.counters = Counters()
+        self.broken: BaseException | None = None
+        # Recovery state, kept current by the writer: see engine/txn.py (Checkpoint).
+        self.text_synced = 0
+        self.zeroed_through = 0
+        self.dirty = False  # text written or zeroed since the last checkpoint
+        self.journal_label = f"{generation}/{manifest.JOURNAL_FILE}".encode()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Directory, *, analyzer: str, dim: int, embedding_dim: int | None,
+             now_ms: int, progress: Callable[[str], None] | None = None) -> StoreCore:
+        """Lock, create if new, recover, and return the open core (the caller must ``close``)."""
+        from .recovery import recover  # recovery imports this module
+
+        directory.lock()
+        try:
+            with map_errors("opening the store", file=directory.describe("")):
+                manifest.check_store_directory(directory)
+                if directory.exists(manifest.FORMAT_FILE):
+                    fmt = StoreFormat.from_json(
+                        directory.read_bytes(manifest.FORMAT_FILE),
+                        where=directory.describe(manifest.FORMAT_FILE),
+                    )
+                else:
+                    fmt = StoreFormat(analyzer=analyzer, dim=dim, embedding_dim=embedding_dim,
+                                      created_ms=now_ms, store_id=uuid.uuid4().hex)
+                    directory.atomic_write(manifest.FORMAT_FILE, fmt.to_json())
+                if not directory.exists(manifest.CURRENT_FILE):
+                    generation = manifest.generation_name(1)
+                    directory.makedirs(generation)
+                    for name in (manifest.JOURNAL_FILE, manifest.TEXT_FILE):
+                        directory.open_file(f"{generation}/{name}", create=True).close()
+                    directory.sync_dir(generation)
+                    directory.sync_dir("")
+                    manifest.write_current(directory, generation)
+                generation = manifest.read_current(directory)
+                core = cls._open_generation(directory, fmt, generation, PLAIN)
+            try:
+                recover(core, progress=progress)
+            except BaseException:
+                core._close_files()
+                raise
+            return core
+        except BaseException:
+            directory.unlock()
+            raise
+
+    @classmethod
+    def _open_generation(cls, directory: Directory, fmt: StoreFormat, generation: str,
+                         codec: Codec) -> StoreCore:
+        journal = directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True)
+        text_name = f"{generation}/{manifest.TEXT_FILE}"
+        text = TextSegment(
+            directory.open_file(text_name, create=True), codec=codec,
+            where=directory.describe(text_name), file_label=text_name.encode(), version=FORMAT_VERSION,
+        )
+        return cls(directory, fmt, generation, journal, text, codec)
+
+    # -- writing (worker thread) -----------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.broken is not None:
+            raise DurabilityError(
+                "the store refuses writes after an earlier write or fsync failed",
+                hint="reopen the store; writes acknowledged before the failure are intact",
+            ) from self.broken
+
+    def commit(self, batch: Sequence[PlannedTxn]) -> list[list[StoredOp]]:
+        """Write a batch of transactions with one text write, one journal write and one fsync."""
+        self._check_writable()
+        try:
+            with map_errors("committing a transaction", file=self.journal.name):
+                return self._commit(batch)
+        except BaseException as exc:
+            self.broken = exc
+            raise
+
+    def _commit(self, batch: Sequence[PlannedTxn]) -> list[list[StoredOp]]:
+        text_end = self.text.handle.size()
+        journal_end = self.journal.size()
+        records: list[bytes] = []
+        frames: list[bytes] = []
+        stored_batch: list[list[StoredOp]] = []
+        for txn in batch:
+            stored: list[StoredOp] = []
+            for op in txn.ops:
+                if isinstance(op, PutOp):
+                    record = self.text.encode_at(op.text.encode("utf-8"), text_end)
+                    stored.append(StoredPut(
+                        id=op.id, text=op.text, metadata_json=op.metadata_json, embedding=op.embedding,
+                        offset=text_end, length=len(record), crc=record_crc(record),
+                    ))
+                    records.append(record)
+                    text_end += len(record)
+                else:
+                    stored.append(StoredDelete(id=op.id))
+            payload = encode_transaction(stored, embedding_dim=txn.fixes_embedding_dim)
+            frame = encode_frame(self.codec, kind=KIND_TRANSACTION, sequence=txn.sequence,
+                                 payload=payload, version=FORMAT_VERSION,
+                                 file_label=self.journal_label, offset=journal_end)
+            frames.append(frame)
+            journal_end += len(frame)
+            stored_batch.append(stored)
+        if records:
+            blob = b"".join(records)
+            self.text.handle.append(blob)
+            self.counters.bytes_written += len(blob)
+            self.dirty = True
+        blob = b"".join(frames)
+        self.journal.append(blob)
+        self.journal.sync()
+        self.counters.bytes_written += len(blob)
+        self.counters.fsyncs += 1
+        self.counters.commits += 1
+        self.counters.transactions += len(batch)
+        self.counters.writes += sum(len(t.ops) for t in batch)
+        return stored_batch
+
+    def zero_records(self, records: Sequence[tuple[int, int]]) -> None:
+        """Overwrite dead text records with zeros in place (synced by the next checkpoint)."""
+        if not records:
+            return
+        with map_errors("zeroing deleted text", file=self.text.where):
+            for offset, length in records:
+                self.text.zero(offset, length)
+        self.counters.records_zeroed += len(records)
+        self.counters.bytes_written += sum(length for _, length in records)
+        self.dirty = True
+
+    def checkpoint(self, *, moved: Sequence[tuple[str, int, int, int, int]] = ()) -> None:
+        """Sync the text segment, then journal that it is synced (and what recovery re-wrote).
+
+        After it, recovery need not re-verify records before ``text_synced`` nor re-zero records
+        that died at or before the current revision.
+        """
+        self._check_writable()
+        try:
+            with map_errors("writing a checkpoint", file=self.journal.name):
+                self.text.sync()
+                self.counters.fsyncs += 1
+                cp = Checkpoint(text_synced=self.text.handle.size(),
+                                zeroed_through=self.table.revision, moved=tuple(moved))
+                frame = encode_frame(self.codec, kind=KIND_CHECKPOINT, sequence=self.table.revision,
+                                     payload=encode_checkpoint(cp), version=FORMAT_VERSION,
+                                     file_label=self.journal_label, offset=self.journal.size())
+                self.journal.append(frame)
+                self.journal.sync()
+                self.counters.fsyncs += 1
+                self.counters.bytes_written += len(frame)
+                self.counters.checkpoints += 1
+        except BaseException as exc:
+            self.broken = exc
+            raise
+        self.text_synced = cp.text_synced
+        self.zeroed_through = cp.zeroed_through
+        self.dirty = False
+
+    # -- reading (any thread) --------------------------------------------------------------
+
+    def read_text(self, offset: int, length: int, crc: int) -> str:
+        with map_errors("reading a document", file=self.text.where):
+            return self.text.read(offset, length, crc).decode("utf-8")
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def _close_files(self) -> None:
+        self.journal.close()
+        self.text.handle.close()
+
+    def close(self) -> None:
+        """Checkpoint if anything is unsynced (and the store is healthy), close files, unlock."""
+        try:
+            if self.dirty and self.broken is None:
+                try:
+                    self.checkpoint()
+                except DurabilityError:
+                    pass  # the journal stays the source of truth; recovery redoes the work
+        finally:
+            self._close_files()
+            self.directory.unlock()

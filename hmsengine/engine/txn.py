@@ -1,0 +1,133 @@
+"""The payloads of journal frames: transactions and checkpoints, as compact JSON.
+
+A transaction payload (before the codec compresses it)::
+
+    {"ops": [
+        {"o": "p", "id": ID, "t": TEXT, "m": METADATA?, "e": EMBEDDING_B64?,
+         "off": OFFSET, "len": LENGTH, "crc": CRC},            # put: stored text record
+        {"o": "d", "id": ID},                                  # delete
+     ],
+     "dim": N?}                                                # embedding dimension fixed here
+
+``off``/``len``/``crc`` locate the document's record in ``documents.text``. The text travels in
+the journal too: the journal is the source of truth, and recovery re-creates any text record that
+a crash left unwritten (the segment is synced lazily, see engine/recovery.py). Embeddings are the
+float32 little-endian bytes in base64.
+
+A checkpoint payload::
+
+    {"text_synced": BYTES, "zeroed_through": REVISION, "moved": [[ID, REV, OFF, LEN, CRC], ...]}
+
+meaning: ``documents.text`` was fsynced with its first BYTES bytes final, every record that died
+(deleted or replaced) at or before REVISION was overwritten with zeros and synced, and the listed
+live documents' records were re-written at new positions during recovery.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..errors import CorruptStore
+
+
+@attrs.frozen(kw_only=True)
+class StoredPut:
+    """A put as journaled: the validated document plus where its text record was written."""
+
+    id: str
+    text: str
+    metadata_json: str | None
+    embedding: np.ndarray | None
+    offset: int
+    length: int
+    crc: int
+
+
+@attrs.frozen(kw_only=True)
+class StoredDelete:
+    id: str
+
+
+StoredOp = StoredPut | StoredDelete
+
+
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    text_synced: int
+    zeroed_through: int
+    moved: tuple[tuple[str, int, int, int, int], ...] = ()
+
+
+def encode_embedding(vector: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_embedding(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None) -> bytes:
+    out: list[dict[str, Any]] = []
+    for op in ops:
+        if isinstance(op, StoredPut):
+            item: dict[str, Any] = {"o": "p", "id": op.id, "t": op.text}
+            if op.metadata_json is not None:
+                item["m"] = json.loads(op.metadata_json)
+            if op.embedding is not None:
+                item["e"] = encode_embedding(op.embedding)
+            item["off"], item["len"], item["crc"] = op.offset, op.length, op.crc
+            out.append(item)
+        else:
+            out.append({"o": "d", "id": op.id})
+    body: dict[str, Any] = {"ops": out}
+    if embedding_dim is not None:
+        body["dim"] = embedding_dim
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list[StoredOp], int | None]:
+    """Decode a transaction payload; a malformed one is :class:`CorruptStore` (it passed its crc)."""
+    try:
+        body = json.loads(payload)
+        ops: list[StoredOp] = []
+        for item in body["ops"]:
+            if item["o"] == "p":
+                meta = item.get("m")
+                ops.append(StoredPut(
+                    id=item["id"], text=item["t"],
+                    metadata_json=None if meta is None else json.dumps(
+                        meta, ensure_ascii=False, separators=(",", ":")),
+                    embedding=decode_embedding(item["e"]) if "e" in item else None,
+                    offset=int(item["off"]), length=int(item["len"]), crc=int(item["crc"]),
+                ))
+            elif item["o"] == "d":
+                ops.append(StoredDelete(id=item["id"]))
+            else:
+                raise ValueError(f"unknown operation {item['o']!r}")
+        dim = body.get("dim")
+        return ops, (int(dim) if dim is not None else None)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptStore(f"undecodable transaction payload ({exc})", file=where, offset=offset) from exc
+
+
+def encode_checkpoint(cp: Checkpoint) -> bytes:
+    body = {"text_synced": cp.text_synced, "zeroed_through": cp.zeroed_through,
+            "moved": [list(m) for m in cp.moved]}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_checkpoint(payload: bytes, *, where: str, offset: int) -> Checkpoint:
+    try:
+        body = json.loads(payload)
+        moved = tuple(
+            (str(m[0]), int(m[1]), int(m[2]), int(m[3]), int(m[4])) for m in body.get("moved", ())
+        )
+        return Checkpoint(text_synced=int(body["text_synced"]),
+                          zeroed_through=int(body["zeroed_through"]), moved=moved)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise CorruptStore(f"undecodable checkpoint payload ({exc})", file=where, offset=offset) from exc

@@ -1,0 +1,230 @@
+"""The engine's public values and the validation of what callers send.
+
+Every check here runs before anything reaches the writer, so bad input raises
+:class:`InvalidRequest` naming the field and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..errors import InvalidRequest
+
+MAX_ID_BYTES = 512
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_DEPTH = 32
+MAX_EMBEDDING_DIM = 65536
+MAX_BATCH_DOCUMENTS = 10_000
+
+
+@attrs.frozen(kw_only=True)
+class Document:
+    """A stored document. ``metadata`` is a fresh dict on every read; ``embedding`` a tuple."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: tuple[float, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PutResult:
+    """Outcome of a put: ``created`` is False when the id already held a document (replaced)."""
+
+    id: str
+    created: bool
+    revision: int
+
+
+@attrs.frozen(kw_only=True)
+class DeleteResult:
+    """Outcome of one delete inside the engine (``delete_document`` returns ``existed``)."""
+
+    id: str
+    existed: bool
+    revision: int
+
+
+@attrs.frozen(kw_only=True)
+class Hit:
+    """One search result: the fused score and each signal's own score (None if it did not run)."""
+
+    id: str
+    score: float
+    lexical: float | None = None
+    semantic: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class EngineStatistics:
+    """Counters since open (``documents`` and ``revision`` describe the store itself)."""
+
+    documents: int
+    revision: int
+    writes: int
+    transactions: int
+    commits: int
+    fsyncs: int
+    bytes_written: int
+    checkpoints: int
+    records_zeroed: int
+    embedding_dim: int | None
+    broken: bool
+
+
+@attrs.frozen(kw_only=True)
+class PutOp:
+    """A validated put, ready for the writer."""
+
+    id: str
+    text: str
+    metadata_json: str | None
+    embedding: np.ndarray | None  # float32, shape (dim,)
+
+
+@attrs.frozen(kw_only=True)
+class DeleteOp:
+    """A validated delete."""
+
+    id: str
+
+
+def check_id(value: object, field: str = "id") -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{field}: expected a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidRequest(f"{field}: must not be empty")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidRequest(f"{field}: contains a lone surrogate, which is not valid UTF-8") from None
+    if size > MAX_ID_BYTES:
+        raise InvalidRequest(f"{field}: {size} bytes is over the limit of {MAX_ID_BYTES}")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        raise InvalidRequest(f"{field}: must not contain control characters")
+    return value
+
+
+def check_text(value: object, field: str = "text", limit: int = MAX_TEXT_BYTES) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{field}: expected a string, got {type(value).__name__}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidRequest(f"{field}: contains a lone surrogate, which is not valid UTF-8") from None
+    if size > limit:
+        raise InvalidRequest(f"{field}: {size} bytes is over the limit of {limit}")
+    return value
+
+
+def _check_json_value(value: object, field: str, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidRequest(f"{field}: nested deeper than {MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, (str, bool, int)):
+        if isinstance(value, str):
+            check_text(value, field)
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidRequest(f"{field}: {value} is not a JSON number")
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json_value(item, f"{field}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidRequest(f"{field}: keys must be strings, got {type(key).__name__}")
+            _check_json_value(item, f"{field}.{key}", depth + 1)
+        return
+    raise InvalidRequest(f"{field}: {type(value).__name__} is not a JSON value")
+
+
+def check_metadata(value: object, field: str = "metadata") -> str | None:
+    """Validate metadata (a JSON object) and return its compact JSON text, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(f"{field}: expected a JSON object (dict), got {type(value).__name__}")
+    value = dict(value)
+    _check_json_value(value, field, 0)
+    encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    size = len(encoded.encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidRequest(f"{field}: {size} bytes of JSON is over the limit of {MAX_METADATA_BYTES}")
+    return encoded
+
+
+def check_embedding(value: object, field: str = "embedding") -> np.ndarray | None:
+    """Validate an embedding: a non-empty sequence of finite numbers; returns float32."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise InvalidRequest(f"{field}: expected a sequence of numbers, got {type(value).__name__}")
+    if any(isinstance(v, bool) for v in (value if not isinstance(value, np.ndarray) else ())):
+        raise InvalidRequest(f"{field}: booleans are not numbers here")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{field}: expected a flat sequence of numbers") from None
+    if array.ndim != 1 or array.size == 0:
+        raise InvalidRequest(f"{field}: expected a non-empty flat sequence of numbers")
+    if array.size > MAX_EMBEDDING_DIM:
+        raise InvalidRequest(f"{field}: {array.size} dimensions is over the limit of {MAX_EMBEDDING_DIM}")
+    if not np.all(np.isfinite(array)):
+        raise InvalidRequest(f"{field}: contains NaN or infinity")
+    as32 = array.astype(np.float32)
+    if not np.all(np.isfinite(as32)):
+        raise InvalidRequest(f"{field}: a value overflows float32")
+    return as32
+
+
+def make_put(id: object, text: object, metadata: object = None, embedding: object = None,
+             *, where: str = "") -> PutOp:
+    return PutOp(
+        id=check_id(id, f"{where}id"),
+        text=check_text(text, f"{where}text"),
+        metadata_json=check_metadata(metadata, f"{where}metadata"),
+        embedding=check_embedding(embedding, f"{where}embedding"),
+    )
+
+
+_ITEM_FIELDS = frozenset({"id", "text", "metadata", "embedding"})
+
+
+def make_puts(items: object) -> list[PutOp]:
+    """Validate the items of ``put_documents``: dicts or :class:`Document` values, unique ids."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise InvalidRequest("items: expected a list of documents")
+    if not items:
+        raise InvalidRequest("items: must not be empty")
+    if len(items) > MAX_BATCH_DOCUMENTS:
+        raise InvalidRequest(f"items: {len(items)} documents is over the limit of {MAX_BATCH_DOCUMENTS}")
+    ops: list[PutOp] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"items[{i}]."
+        if isinstance(item, Document):
+            op = make_put(item.id, item.text, item.metadata, item.embedding, where=where)
+        elif isinstance(item, Mapping):
+            unknown = set(item) - _ITEM_FIELDS
+            if unknown:
+                raise InvalidRequest(f"items[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+            if "id" not in item or "text" not in item:
+                raise InvalidRequest(f"items[{i}]: 'id' and 'text' are required")
+            op = make_put(item["id"], item["text"], item.get("metadata"), item.get("embedding"), where=where)
+        else:
+            raise InvalidRequest(f"items[{i}]: expected a dict or a Document, got {type(item).__name__}")
+        if op.id in seen:
+            raise InvalidRequest(f"items[{i}].id: {op.id!r} appears twice in one batch")
+        seen.add(op.id)
+        ops.append(op)
+    return ops

@@ -1,0 +1,210 @@
+"""The writer actor: the sole owner of the journal and the text segment.
+
+Callers send :class:`WriteRequest` messages over a trio memory channel. The actor blocks on the
+first message, drains whatever else is already waiting (up to a cap), checks each transaction
+against the document table plus the effects of the earlier transactions of the same batch, and
+commits the batch with one text write, one journal write and one fsync in a worker thread
+(group commit). Only then does it apply the batch to the table and resolve every reply slot, so
+readers never see a write that is not durable and every caller sees its own write as soon as its
+call returns.
+
+A batch in progress is shielded from cancellation: it commits and replies as one unit even if the
+engine is being torn down. A failed write or fsync latches the store broken (engine/store.py);
+the actor keeps running and answers every later write with :class:`DurabilityError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+import trio
+
+from ..errors import DurabilityError, HmsError, InvalidRequest
+from .actor import ReplySlot
+from .state import DocEntry
+from .store import PlannedTxn, StoreCore
+from .txn import StoredOp, StoredPut
+from .values import DeleteOp, DeleteResult, PutOp, PutResult
+
+MAX_BATCH_TRANSACTIONS = 1024
+# Zeroing this many bytes of dead records runs inline on the event loop (a page-cache write of a
+# few KiB costs microseconds, less than a thread hop); more goes to a worker thread.
+INLINE_ZERO_BYTES = 256 * 1024
+# Checkpoint (sync the text segment) once this much unsynced text has accumulated, which bounds
+# what recovery has to re-verify after a crash.
+CHECKPOINT_EVERY_BYTES = 64 * 1024 * 1024
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class WriteRequest:
+    """One transaction: puts and deletes applied all or none. ``slot`` receives the results."""
+
+    ops: Sequence[PutOp | DeleteOp]
+    slot: ReplySlot[list[PutResult | DeleteResult]]
+
+
+# Listeners are told, on the event loop, of each applied batch: (revision, applied ops).
+CommitListener = Callable[[int, list[tuple[int, list[StoredOp]]]], None]
+
+
+class WriterActor:
+    def __init__(self, core: StoreCore, receive: trio.MemoryReceiveChannel[WriteRequest]) -> None:
+        self._core = core
+        self._receive = receive
+        self.listeners: list[CommitListener] = []
+        self._unsynced_bytes = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve requests until the send side is closed and every queued request is answered."""
+        task_status.started()
+        # Shielded: the writer stops only when its mailbox is closed and drained, never halfway
+        # through the queue because an enclosing scope was cancelled (callers would hang).
+        with trio.CancelScope(shield=True):
+            await self._serve()
+
+    async def _serve(self) -> None:
+        async with self._receive:
+            while True:
+                try:
+                    first = await self._receive.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                batch = [first]
+                while len(batch) < MAX_BATCH_TRANSACTIONS:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._commit_batch(batch)
+
+    # -- one batch -------------------------------------------------------------------------
+
+    def _plan(self, batch: list[WriteRequest]) -> tuple[list[PlannedTxn], list[tuple[WriteRequest, list[PutResult | DeleteResult]]]]:
+        """Check each transaction against the table and the batch's earlier transactions."""
+        table = self._core.table
+        staged: dict[str, bool] = {}
+        dim = table.embedding_dim
+        sequence = table.revision
+        planned: list[PlannedTxn] = []
+        accepted: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
+        for request in batch:
+            local: dict[str, bool] = {}
+            ops: list[PutOp | DeleteOp] = []
+            results: list[PutResult | DeleteResult] = []
+            fixes: int | None = None
+            try:
+                for op in request.ops:
+                    present = local.get(op.id, staged.get(op.id, op.id in table.entries))
+                    if isinstance(op, PutOp):
+                        if op.embedding is not None:
+                            expected = dim if dim is not None else fixes
+                            if expected is None:
+                                fixes = len(op.embedding)
+                            elif len(op.embedding) != expected:
+                                raise InvalidRequest(
+                                    f"embedding: {len(op.embedding)} dimensions, but this store's "
+                                    f"embeddings have {expected}"
+                                )
+                        results.append(PutResult(id=op.id, created=not present, revision=0))
+                        local[op.id] = True
+                        ops.append(op)
+                    else:
+                        results.append(DeleteResult(id=op.id, existed=present, revision=0))
+                        if present:
+                            local[op.id] = False
+                            ops.append(op)
+            except HmsError as exc:
+                request.slot.set_error(exc)
+                continue
+            if not ops:  # nothing to write (e.g. deleting an absent id): answer now
+                request.slot.set_value(
+                    [attrs.evolve(r, revision=table.revision) for r in results]
+                )
+                continue
+            sequence += 1
+            staged.update(local)
+            if fixes is not None:
+                dim = fixes
+            planned.append(PlannedTxn(sequence=sequence, ops=ops, fixes_embedding_dim=fixes))
+            accepted.append((request, results))
+        return planned, accepted
+
+    async def _commit_batch(self, batch: list[WriteRequest]) -> None:
+        core = self._core
+        if core.broken is not None:
+            error = DurabilityError("the store refuses writes after an earlier write or fsync failed")
+            for request in batch:
+                request.slot.set_error(error)
+            return
+        try:
+            planned, accepted = self._plan(batch)
+            if not planned:
+                return
+            try:
+                stored = await trio.to_thread.run_sync(core.commit, planned)
+            except BaseException as exc:
+                error = exc if isinstance(exc, HmsError) else DurabilityError(f"commit failed: {exc!r}")
+                for request, _ in accepted:
+                    request.slot.set_error(error)
+                return
+            applied = self._apply(planned, stored)
+            try:
+                await self._zero(applied)
+            except HmsError as exc:
+                # The batch is durable, so its callers still succeed; recovery re-zeroes these
+                # records at the next open. Further writes are refused until then.
+                core.broken = exc
+            for (request, results), txn in zip(accepted, planned, strict=True):
+                request.slot.set_value([attrs.evolve(r, revision=txn.sequence) for r in results])
+            changes = [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)]
+            for listener in self.listeners:
+                listener(core.table.revision, changes)
+            await self._maybe_checkpoint()
+        except BaseException as exc:  # a bug here must not strand callers or kill the actor
+            core.broken = core.broken or exc
+            for request in batch:
+                if not request.slot.done:
+                    request.slot.set_error(
+                        exc if isinstance(exc, HmsError) else DurabilityError(f"writer failed: {exc!r}")
+                    )
+            if not isinstance(exc, Exception):
+                raise
+
+    def _apply(self, planned: list[PlannedTxn], stored: list[list[StoredOp]]) -> list[tuple[int, int]]:
+        """Install a durable batch in the table; return the now-dead text records."""
+        table = self._core.table
+        dead: list[tuple[int, int]] = []
+        for txn, ops in zip(planned, stored, strict=True):
+            if txn.fixes_embedding_dim is not None:
+                table.embedding_dim = txn.fixes_embedding_dim
+            for op in ops:
+                if isinstance(op, StoredPut):
+                    old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
+                                                    op.embedding, txn.sequence))
+                    self._unsynced_bytes += op.length
+                else:
+                    old = table.delete(op.id)
+                if old is not None:
+                    dead.append((old.offset, old.length))
+            table.revision = txn.sequence
+        return dead
+
+    async def _zero(self, dead: list[tuple[int, int]]) -> None:
+        # After the table no longer points at them, so no reader can be reading these records.
+        if not dead:
+            return
+        if sum(length for _, length in dead) <= INLINE_ZERO_BYTES:
+            self._core.zero_records(dead)
+        else:
+            await trio.to_thread.run_sync(self._core.zero_records, dead)
+
+    async def _maybe_checkpoint(self) -> None:
+        if self._unsynced_bytes >= CHECKPOINT_EVERY_BYTES:
+            self._unsynced_bytes = 0
+            await trio.to_thread.run_sync(self._core.checkpoint)
+
+    async def sync_text(self) -> None:
+        """Checkpoint now (used by forget and at close); runs on the writer's own task only."""
+        self._unsynced_bytes = 0
+        await trio.to_thread.run_sync(self._core.checkpoint)

@@ -1,0 +1,192 @@
+"""The journal: an append-only file of checksummed frames, one frame per transaction.
+
+Frame layout (little-endian, 32-byte header, then the stored payload)::
+
+    offset size  field
+    0      4     magic            b"HMJ1"
+    4      2     format version   (FORMAT_VERSION of storage/manifest.py when written)
+    6      1     kind             1 = transaction, 2 = checkpoint
+    7      1     codec flags      bit 0 zstd, bit 1 AEAD (see codec.py)
+    8      8     sequence         the store revision after this frame
+    16     4     stored length    bytes of payload that follow the header
+    20     4     payload crc32    over the stored payload bytes
+    24     4     reserved         zero
+    28     4     header crc32     over bytes 0..28, xor HEADER_CRC_XOR
+
+A transaction frame's sequence is the previous frame's sequence plus one (the revision it
+creates); a checkpoint frame repeats the current revision. The magic is non-zero and the header
+checksum is xored with a constant, so an all-zero region (crc32 of zeros would otherwise pass)
+never validates as a frame.
+
+Recovery (:func:`scan`): frames are read in order. At the first frame that does not validate,
+the rest of the file is searched for any later valid frame. If there is one, the damage is not a
+torn tail: :class:`CorruptStore` names the file and the offset, and nothing is dropped. If there
+is none, the damage is a torn or partial tail left by a crash (an unacknowledged write, since a
+frame is acknowledged only after its fsync) and is truncated away by the caller.
+
+Limitation, stated plainly: damage confined to the very last frame after it was fsynced (bit rot
+in the newest transaction) is indistinguishable from a torn write and is truncated like one.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+import attrs
+
+from ..errors import CorruptStore
+from .codec import Codec
+
+MAGIC = b"HMJ1"
+PREFIX = struct.Struct("<4sHBBQIII")  # the 28 bytes the header crc covers
+HEADER = struct.Struct("<4sHBBQIIII")
+HEADER_SIZE = HEADER.size  # 32
+HEADER_CRC_XOR = 0x5A17C0DE
+KIND_TRANSACTION = 1
+KIND_CHECKPOINT = 2
+MAX_FRAME_PAYLOAD = 256 * 1024 * 1024
+
+
+def _header_crc(prefix: bytes) -> int:
+    return (zlib.crc32(prefix) ^ HEADER_CRC_XOR) & 0xFFFFFFFF
+
+
+def encode_frame(
+    codec: Codec, *, kind: int, sequence: int, payload: bytes, version: int, file_label: bytes,
+    offset: int,
+) -> bytes:
+    """Encode one frame. ``offset`` is where it will be written (bound into the AEAD data)."""
+    flags, stored = codec.encode(payload, aad=frame_aad(file_label, offset, version))
+    if len(stored) > MAX_FRAME_PAYLOAD:
+        raise ValueError("frame payload too large")
+    prefix = PREFIX.pack(
+        MAGIC, version, kind, flags, sequence, len(stored), zlib.crc32(stored) & 0xFFFFFFFF, 0
+    )
+    return prefix + struct.pack("<I", _header_crc(prefix)) + stored
+
+
+def frame_aad(file_label: bytes, offset: int, version: int) -> bytes:
+    """Associated data of a frame: the file, the frame's position, the format version."""
+    return b"journal|" + file_label + b"|" + str(offset).encode() + b"|" + str(version).encode()
+
+
+@attrs.frozen(kw_only=True)
+class Frame:
+    """A validated frame: where it is, what it is, and its decoded payload."""
+
+    offset: int
+    end: int
+    kind: int
+    sequence: int
+    version: int
+    payload: bytes
+
+
+@attrs.frozen(kw_only=True)
+class ScanResult:
+    """Every valid frame in order, and where the valid journal ends (the truncation point)."""
+
+    frames: list[Frame]
+    valid_end: int
+    file_size: int
+
+    @property
+    def torn_tail(self) -> bool:
+        return self.valid_end < self.file_size
+
+
+def _check_header(data: bytes, pos: int, max_version: int) -> tuple[int, int, int, int, int, int] | None:
+    """Return (version, kind, flags, sequence, length, crc) if a whole valid header starts at pos."""
+    if pos + HEADER_SIZE > len(data) or data[pos : pos + 4] != MAGIC:
+        return None
+    _magic, version, kind, flags, sequence, length, crc, _reserved, hcrc = HEADER.unpack_from(data, pos)
+    if _header_crc(data[pos : pos + 28]) != hcrc:
+        return None
+    if kind not in (KIND_TRANSACTION, KIND_CHECKPOINT) or version < 1 or version > max_version:
+        return None
+    if length > MAX_FRAME_PAYLOAD:
+        return None
+    return version, kind, flags, sequence, length, crc
+
+
+def _valid_frame_at(data: bytes, pos: int, max_version: int) -> tuple[int, int, int, int, int] | None:
+    """Return (version, kind, flags, sequence, end) if a whole valid frame starts at pos."""
+    header = _check_header(data, pos, max_version)
+    if header is None:
+        return None
+    version, kind, flags, sequence, length, crc = header
+    end = pos + HEADER_SIZE + length
+    if end > len(data) or zlib.crc32(data[pos + HEADER_SIZE : end]) & 0xFFFFFFFF != crc:
+        return None
+    return version, kind, flags, sequence, end
+
+
+def _later_valid_frame(data: bytes, start: int, max_version: int) -> int | None:
+    """The offset of a valid frame somewhere after ``start``, or None (then the tail is torn)."""
+    pos = data.find(MAGIC, start + 1)
+    while pos >= 0:
+        if _valid_frame_at(data, pos, max_version) is not None:
+            return pos
+        pos = data.find(MAGIC, pos + 1)
+    return None
+
+
+def scan(
+    data: bytes, *, codec: Codec, where: str, file_label: bytes, max_version: int,
+    first_sequence: int = 0,
+) -> ScanResult:
+    """Validate and decode every frame of a journal's bytes.
+
+    Raises :class:`CorruptStore` for damage before the tail (a bad frame followed by a valid one,
+    a sequence gap, a payload that passes its checksum but does not decode). A torn tail is
+    reported through ``valid_end < file_size``; nothing is modified here.
+    """
+    frames: list[Frame] = []
+    pos = 0
+    sequence = first_sequence
+    size = len(data)
+    while pos < size:
+        found = _valid_frame_at(data, pos, max_version)
+        if found is None:
+            later = _later_valid_frame(data, pos, max_version)
+            if later is not None:
+                header = _check_header(data, pos, 1 << 16)
+                if header is not None and header[0] > max_version:
+                    from ..errors import IncompatibleStore
+
+                    raise IncompatibleStore(
+                        f"journal frame written by format version {header[0]} at offset {pos} of {where}"
+                    )
+                raise CorruptStore(
+                    f"journal frame damaged before the tail (a valid frame follows at offset {later})",
+                    file=where, offset=pos,
+                )
+            break
+        version, kind, flags, seq, end = found
+        expected = sequence + 1 if kind == KIND_TRANSACTION else sequence
+        if seq != expected:
+            raise CorruptStore(
+                f"journal sequence gap: expected revision {expected}, found {seq}",
+                file=where, offset=pos,
+            )
+        sequence = seq
+        stored = data[pos + HEADER_SIZE : end]
+        payload = codec.decode(
+            flags, stored, aad=frame_aad(file_label, pos, version), where=where, offset=pos
+        )
+        frames.append(Frame(offset=pos, end=end, kind=kind, sequence=seq, version=version, payload=payload))
+        pos = end
+    return ScanResult(frames=frames, valid_end=pos, file_size=size)
+
+
+def iter_frame_offsets(data: bytes, max_version: int) -> Iterator[tuple[int, int]]:
+    """(offset, end) of each leading valid frame; a helper for tests and tools."""
+    pos = 0
+    while True:
+        found = _valid_frame_at(data, pos, max_version)
+        if found is None:
+            return
+        yield pos, found[4]
+        pos = found[4]

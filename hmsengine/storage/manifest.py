@@ -1,0 +1,147 @@
+"""``format.json``, the ``CURRENT`` pointer and generation directories.
+
+A store directory looks like::
+
+    LOCK                  the exclusive lock (flock), empty
+    format.json           what kind of store this is (written once, at creation)
+    CURRENT               the name of the live generation and its checksum
+    gen-00000001/         the live generation
+        journal.log       the journal (storage/journal.py)
+        documents.text    the text segment (storage/segments.py)
+
+``CURRENT`` is replaced atomically (temp file, fsync, rename, directory fsync), so a compaction
+that writes ``gen-00000002/`` and then switches ``CURRENT`` leaves either generation live after a
+crash, never neither.
+
+Compatibility rule: ``format.json`` carries ``version`` (the format the writer used) and
+``min_reader_version`` (the oldest format a reader must understand to open the store safely).
+A build whose ``FORMAT_VERSION`` is below ``min_reader_version`` refuses the store with
+:class:`IncompatibleStore` and changes nothing; a newer build opens every older store. A newer
+writer that only adds things an older reader can ignore keeps ``min_reader_version`` unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from typing import Any
+
+import attrs
+
+from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
+from .directory import Directory
+
+FORMAT_NAME = "hmsengine-store"
+FORMAT_VERSION = 1
+FORMAT_FILE = "format.json"
+CURRENT_FILE = "CURRENT"
+JOURNAL_FILE = "journal.log"
+TEXT_FILE = "documents.text"
+_GEN_RE = re.compile(r"^gen-(\d{8})$")
+
+
+@attrs.frozen(kw_only=True)
+class StoreFormat:
+    """The decoded ``format.json``."""
+
+    version: int = FORMAT_VERSION
+    min_reader_version: int = 1
+    analyzer: str = "standard"
+    dim: int = 4096
+    embedding_dim: int | None = None
+    created_ms: int
+    store_id: str
+    encryption: dict[str, Any] | None = None
+
+    def to_json(self) -> bytes:
+        body = {
+            "format": FORMAT_NAME,
+            "version": self.version,
+            "min_reader_version": self.min_reader_version,
+            "analyzer": self.analyzer,
+            "dim": self.dim,
+            "embedding_dim": self.embedding_dim,
+            "created_ms": self.created_ms,
+            "store_id": self.store_id,
+            "encryption": self.encryption,
+        }
+        return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, *, where: str) -> StoreFormat:
+        try:
+            body = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptStore(f"format.json is not valid JSON ({exc})", file=where) from exc
+        if not isinstance(body, dict) or body.get("format") != FORMAT_NAME:
+            raise CorruptStore("format.json does not describe an hmsengine store", file=where)
+        min_reader = body.get("min_reader_version", body.get("version"))
+        if not isinstance(min_reader, int) or not isinstance(body.get("version"), int):
+            raise CorruptStore("format.json has no integer version", file=where)
+        if min_reader > FORMAT_VERSION:
+            raise IncompatibleStore(
+                f"the store at {where} needs format version {min_reader}; this build reads up to "
+                f"{FORMAT_VERSION}"
+            )
+        try:
+            return cls(
+                version=body["version"],
+                min_reader_version=min_reader,
+                analyzer=str(body["analyzer"]),
+                dim=int(body["dim"]),
+                embedding_dim=body.get("embedding_dim"),
+                created_ms=int(body["created_ms"]),
+                store_id=str(body["store_id"]),
+                encryption=body.get("encryption"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptStore(f"format.json is missing or has a bad field ({exc})", file=where) from exc
+
+
+def generation_name(number: int) -> str:
+    return f"gen-{number:08d}"
+
+
+def generation_number(name: str) -> int | None:
+    m = _GEN_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def encode_current(generation: str) -> bytes:
+    crc = zlib.crc32(generation.encode()) & 0xFFFFFFFF
+    return f"{generation} {crc:08x}\n".encode()
+
+
+def read_current(directory: Directory) -> str:
+    """The live generation's directory name; a damaged ``CURRENT`` is :class:`CorruptStore`."""
+    where = directory.describe(CURRENT_FILE)
+    raw = directory.read_bytes(CURRENT_FILE)
+    try:
+        name, crc = raw.decode().split()
+        ok = int(crc, 16) == zlib.crc32(name.encode()) & 0xFFFFFFFF
+    except (ValueError, UnicodeDecodeError):
+        ok = False
+    if not ok or generation_number(name) is None:
+        raise CorruptStore("CURRENT is damaged", file=where)
+    if not directory.exists(name):
+        raise CorruptStore(f"CURRENT names {name}, which does not exist", file=where)
+    return name
+
+
+def write_current(directory: Directory, generation: str) -> None:
+    directory.atomic_write(CURRENT_FILE, encode_current(generation))
+
+
+def check_store_directory(directory: Directory) -> None:
+    """Refuse to turn a non-empty directory that is not a store into one."""
+    ours = {FORMAT_FILE, CURRENT_FILE, "LOCK", FORMAT_FILE + ".tmp", CURRENT_FILE + ".tmp"}
+    foreign = [
+        n for n in directory.listdir("") if n not in ours and generation_number(n) is None
+    ]
+    if foreign and not directory.exists(FORMAT_FILE):
+        raise InvalidRequest(
+            f"{directory.describe('')} is not empty and is not an hmsengine store "
+            f"(found {', '.join(foreign[:3])})",
+            hint="give Engine.open an empty or new directory, or an existing store",
+        )

@@ -1,0 +1,115 @@
+"""The text segment ``documents.text``: one record per stored document text, addressed by offset.
+
+Record layout (little-endian, 20-byte header, then the stored bytes)::
+
+    offset size  field
+    0      4     magic           b"HMT1"
+    4      1     codec flags     bit 0 zstd, bit 1 AEAD
+    5      3     reserved        zero
+    8      4     stored length   bytes after the header
+    12     4     raw length      UTF-8 bytes of the text once decoded
+    16     4     crc32           over bytes 0..16 and the stored bytes, xor RECORD_CRC_XOR
+
+A record's offset and total length live in the journal operation that stored it (and in the
+in-memory document table); records are never moved and offsets are never reused, so a region of
+the file belongs to exactly one record for the life of a generation.
+
+Deleting or replacing a document overwrites its whole record with zeros in place; the zeroed
+region fails the magic check forever after. The segment is not fsynced on every commit: the
+journal, which also carries each text, is the source of truth, and recovery re-verifies every
+record written after the last synced checkpoint (see engine/recovery.py).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from ..errors import CorruptStore
+from .codec import Codec
+from .directory import FileHandle
+
+TEXT_MAGIC = b"HMT1"
+RECORD_HEADER = struct.Struct("<4sB3xIII")
+RECORD_HEADER_SIZE = RECORD_HEADER.size  # 20
+RECORD_CRC_XOR = 0x7E57AB1E
+
+
+def record_aad(file_label: bytes, offset: int, version: int) -> bytes:
+    """Associated data of a text record: the file, the record's offset, the format version."""
+    return b"text|" + file_label + b"|" + str(offset).encode() + b"|" + str(version).encode()
+
+
+def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, version: int) -> bytes:
+    """Encode a text record that will be written at ``offset``."""
+    flags, stored = codec.encode(raw, aad=record_aad(file_label, offset, version))
+    head = struct.pack("<4sB3xII", TEXT_MAGIC, flags, len(stored), len(raw))
+    crc = (zlib.crc32(stored, zlib.crc32(head)) ^ RECORD_CRC_XOR) & 0xFFFFFFFF
+    return head + struct.pack("<I", crc) + stored
+
+
+def record_crc(record: bytes) -> int:
+    """The checksum stored in an encoded record (the document table keeps it to verify reads)."""
+    return int(struct.unpack_from("<I", record, 16)[0])
+
+
+def check_record(data: bytes, expected_crc: int | None = None) -> bool:
+    """True if ``data`` is one whole valid record (and carries ``expected_crc`` when given)."""
+    if len(data) < RECORD_HEADER_SIZE or data[:4] != TEXT_MAGIC:
+        return False
+    _magic, _flags, stored_len, _raw_len, crc = RECORD_HEADER.unpack_from(data, 0)
+    if RECORD_HEADER_SIZE + stored_len != len(data):
+        return False
+    if expected_crc is not None and crc != expected_crc:
+        return False
+    actual = zlib.crc32(data[RECORD_HEADER_SIZE:], zlib.crc32(data[:16])) ^ RECORD_CRC_XOR
+    return (actual & 0xFFFFFFFF) == crc
+
+
+def decode_record(
+    codec: Codec, data: bytes, *, offset: int, where: str, file_label: bytes, version: int,
+    expected_crc: int | None = None,
+) -> bytes:
+    """Decode a record read from ``offset``; any damage raises :class:`CorruptStore`."""
+    if not check_record(data, expected_crc):
+        raise CorruptStore("text record fails its checksum", file=where, offset=offset)
+    _magic, flags, _stored_len, raw_len, _crc = RECORD_HEADER.unpack_from(data, 0)
+    raw = codec.decode(
+        flags, data[RECORD_HEADER_SIZE:], aad=record_aad(file_label, offset, version),
+        where=where, offset=offset,
+    )
+    if len(raw) != raw_len:
+        raise CorruptStore("text record decodes to the wrong length", file=where, offset=offset)
+    return raw
+
+
+class TextSegment:
+    """``documents.text`` of one generation: append records, read them back, zero them in place."""
+
+    def __init__(self, handle: FileHandle, *, codec: Codec, where: str, file_label: bytes, version: int) -> None:
+        self.handle = handle
+        self.codec = codec
+        self.where = where
+        self.file_label = file_label
+        self.version = version
+
+    def encode_at(self, raw: bytes, offset: int) -> bytes:
+        return encode_record(self.codec, raw, offset=offset, file_label=self.file_label, version=self.version)
+
+    def read(self, offset: int, length: int, crc: int) -> bytes:
+        """Read and decode the record at ``offset``; the bytes must carry checksum ``crc``."""
+        data = self.handle.read_at(offset, length)
+        return decode_record(
+            self.codec, data, offset=offset, where=self.where, file_label=self.file_label,
+            version=self.version, expected_crc=crc,
+        )
+
+    def is_intact(self, offset: int, length: int, crc: int) -> bool:
+        return check_record(self.handle.read_at(offset, length), crc)
+
+    def zero(self, offset: int, length: int) -> None:
+        """Overwrite a record with zeros in place (made durable by the next ``sync``)."""
+        self.handle.write_at(offset, bytes(length))
+
+    def sync(self) -> None:
+        self.handle.sync()

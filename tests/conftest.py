@@ -1,0 +1,28 @@
+"""Shared fixtures: every engine test runs against a real directory and against ``path=None``."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "nojit", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("nojit" if os.environ.get("NUMBA_DISABLE_JIT") == "1" else "default")
+
+
+@pytest.fixture(params=["disk", "memory"])
+def store_path(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str | None:
+    """A store location: a fresh directory on disk, or None for the in-memory store."""
+    return str(tmp_path / "store") if request.param == "disk" else None
+
+
+@pytest.fixture
+def disk_path(tmp_path: os.PathLike[str]) -> str:
+    """A fresh store directory on disk (for tests that reopen or inspect files)."""
+    return os.path.join(str(tmp_path), "store")
