@@ -1,0 +1,135 @@
+"""The ``hms`` command: thin over the public API.
+
+``main(argv=None) -> int`` is testable without a subprocess. Exit codes: 0 ok, 1 not found,
+2 bad input, 3 conflict, 4 store problem. Every error is printed with its code and hint; a
+traceback only with ``--debug``. ``--json`` prints machine-readable output.
+
+The store comes from ``--store`` or ``HMS_STORE`` (default ``./hms-store``). Global options are
+accepted before or after the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import attrs
+import trio
+
+from .engine import Engine
+from .errors import Conflict, HmsError, InvalidRequest, NotFound
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_STORE = 0, 1, 2, 3, 4
+
+
+def _exit_code(exc: HmsError) -> int:
+    if isinstance(exc, NotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, InvalidRequest):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, Conflict):
+        return EXIT_CONFLICT
+    return EXIT_STORE
+
+
+def _globals() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", default=argparse.SUPPRESS,
+                        help="store directory (default: $HMS_STORE or ./hms-store)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="machine-readable JSON output")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _globals()
+    parser = argparse.ArgumentParser(prog="hms", parents=[common],
+                                     description="hmsengine: an embedded memory engine for agents")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("put", parents=[common], help="store a document (replaces the id)")
+    p.add_argument("id")
+    p.add_argument("text", help="the text, or - to read it from standard input")
+    p.add_argument("--metadata", help="a JSON object")
+    p = sub.add_parser("get", parents=[common], help="print a document")
+    p.add_argument("id")
+    p = sub.add_parser("delete", parents=[common], help="delete a document")
+    p.add_argument("id")
+    sub.add_parser("stats", parents=[common], help="store statistics")
+    sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
+    return parser
+
+
+def _emit(args: argparse.Namespace, value: Any, human: Callable[[], str]) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    else:
+        print(human())
+
+
+async def _run(args: argparse.Namespace) -> int:
+    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    async with Engine.open(store) as engine:
+        if args.command == "put":
+            text = sys.stdin.read() if args.text == "-" else args.text
+            try:
+                metadata = json.loads(args.metadata) if args.metadata else None
+            except ValueError as exc:
+                raise InvalidRequest(f"metadata: not valid JSON ({exc})") from None
+            result = await engine.put_document(args.id, text, metadata=metadata)
+            _emit(args, attrs.asdict(result),
+                  lambda: f"{'created' if result.created else 'replaced'} {result.id} "
+                          f"(revision {result.revision})")
+        elif args.command == "get":
+            doc = await engine.get_document(args.id)
+            if doc is None:
+                raise NotFound(f"no document with id {args.id!r}")
+            _emit(args, attrs.asdict(doc), lambda: doc.text + (
+                f"\n-- metadata: {json.dumps(doc.metadata, ensure_ascii=False)}" if doc.metadata else ""))
+        elif args.command == "delete":
+            existed = await engine.delete_document(args.id)
+            if not existed:
+                raise NotFound(f"no document with id {args.id!r}")
+            _emit(args, {"deleted": args.id}, lambda: f"deleted {args.id}")
+        elif args.command == "stats":
+            stats = attrs.asdict(engine.statistics())
+            _emit(args, stats, lambda: "\n".join(f"{k:16} {v}" for k, v in stats.items()))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``hms`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse's own usage errors and --help
+        return int(exc.code or 0) and EXIT_BAD_INPUT
+    if args.command == "demo":
+        from .demo import main as demo_main
+
+        return demo_main()
+    runner: Callable[[], Coroutine[Any, Any, int]] = lambda: _run(args)  # noqa: E731
+    try:
+        return trio.run(runner)
+    except HmsError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        if getattr(args, "json", False):
+            print(json.dumps({"error": exc.to_json()}), file=sys.stderr)
+        else:
+            print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+            if exc.hint:
+                print(f"hint: {exc.hint}", file=sys.stderr)
+        return _exit_code(exc)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
