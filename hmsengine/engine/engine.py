@@ -25,13 +25,18 @@ import trio
 from ..clock import checked_clock
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
+from ..index.analyzer import get_analyzer
+from ..kernels.jit import warm_up
+from . import readers
 from .actor import ReplySlot, raise_single
+from .indexer import Indexer
 from .store import StoreCore
 from .values import (
     DeleteOp,
     DeleteResult,
     Document,
     EngineStatistics,
+    Hit,
     PutOp,
     PutResult,
     check_id,
@@ -62,8 +67,9 @@ class Engine:
     """An open store. Create it with ``async with Engine.open(path) as engine``."""
 
     def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest],
-                 writer: WriterActor, clock: Callable[[], int]) -> None:
+                 writer: WriterActor, indexer: Indexer, clock: Callable[[], int]) -> None:
         self._core = core
+        self._indexer = indexer
         self._send = send
         self._writer = writer
         self._clock = clock
@@ -135,8 +141,9 @@ class Engine:
         """Delete a document; True if it existed.
 
         The delete is durable when it returns, and the document's text record in
-        ``documents.text`` has been overwritten with zeros (synced by the next checkpoint:
-        a forget, a compaction or the close). The journal keeps the old frame until a purge.
+        ``documents.text`` has been overwritten with zeros (synced by the next checkpoint: at
+        close, or once 64 MiB of unsynced text accumulates; recovery re-zeroes after a crash).
+        The journal keeps the old frame until a compaction (not in this build).
         """
         doc_id = check_id(id)
         if purge:
@@ -152,7 +159,7 @@ class Engine:
     async def get_document(self, id: str) -> Document | None:
         """The document stored under ``id`` at the current revision, or None.
 
-        Never waits for the writer. A text larger than ``INLINE_READ_BYTES`` is read in a worker
+        Never waits for the writer. A record larger than ``INLINE_READ_BYTES`` is read in a worker
         thread; if the document is replaced or deleted meanwhile, the read starts over.
         """
         doc_id = check_id(id)
@@ -180,6 +187,24 @@ class Engine:
         doc_id = check_id(id)
         self._check_open()
         return doc_id in self._core.table.entries
+
+    async def search_documents(
+        self, query: str, *, k: int = 10, embedding: Any = None, ids: list[str] | None = None,
+        metadata: dict[str, Any] | None = None, semantic: str | None = None,
+        lexical_weight: float = 1.0, semantic_weight: float = 1.0,
+    ) -> list[Hit]:
+        """Rank documents by BM25 (and cosine with ``embedding``, n-grams with ``semantic="ngram"``).
+
+        Several signals are fused by weighted reciprocal rank (constant 60). ``ids`` and
+        ``metadata`` (exact match per key) restrict the candidates before ranking. Reads one
+        immutable snapshot: never waits for the writer, sees every write acknowledged before the
+        call. Deterministic: the same store content gives bit-for-bit the same hits.
+        """
+        self._check_open()
+        return await readers.search_documents(
+            self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
+            semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
+        )
 
     @property
     def revision(self) -> int:
@@ -231,19 +256,24 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
         lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
                                embedding_dim=embedding_dim, now_ms=now)
     )
-    recorded = core.format.embedding_dim
+    recorded = core.format.embedding_dim or core.table.embedding_dim
     if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
         await trio.to_thread.run_sync(core.close)
         raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
     if core.table.embedding_dim is None:
         core.table.embedding_dim = recorded
     send, receive = trio.open_memory_channel[WriteRequest](MAILBOX_SIZE)
-    writer = WriterActor(core, receive)
-    engine = Engine(core, send, writer, clock)
+    indexer = Indexer(core, get_analyzer(core.format.analyzer))
+    writer = WriterActor(core, receive, indexer)
+    engine = Engine(core, send, writer, indexer, clock)
     try:
+        # Compile (or load from numba's cache) every kernel before the first query needs it.
+        await trio.to_thread.run_sync(warm_up)
+        await indexer.rebuild()
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(writer.run)
+                await nursery.start(indexer.run)
                 try:
                     yield engine
                 finally:
@@ -251,6 +281,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
                     with trio.CancelScope(shield=True):
                         engine._closed = True
                         await send.aclose()
+                        indexer.stop()
         except BaseExceptionGroup as group:
             raise_single(group)
     finally:

@@ -95,16 +95,19 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         if size != record_end:
             text.handle.truncate(record_end)
         moved: list[tuple[str, int, int, int, int]] = []
+        rewritten: list[tuple[int, int]] = []
         for doc_id, op in unsynced.items():
             entry = table.get(doc_id)
             if entry is None or text.is_intact(entry.offset, entry.length, entry.crc):
                 continue
+            # The damaged copy may still hold some of the text: zero it like a dead record.
+            rewritten.append((entry.offset, entry.length))
             offset = text.handle.size()
             record = text.encode_at(op.text.encode("utf-8"), offset)
             text.handle.append(record)
             entry.offset, entry.length, entry.crc = offset, len(record), record_crc(record)
             moved.append((doc_id, entry.revision, entry.offset, entry.length, entry.crc))
-        to_zero = [(off, length) for off, length, rev in dead if rev > zeroed_through]
+        to_zero = [(off, length) for off, length, rev in dead if rev > zeroed_through] + rewritten
     core.text_synced, core.zeroed_through = text_synced, zeroed_through
     core.zero_records(to_zero)
     if moved or to_zero or text.handle.size() != text_synced:

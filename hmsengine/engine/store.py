@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from ..errors import DurabilityError, map_errors
+from ..errors import DurabilityError, InvalidRequest, map_errors
 from ..storage import manifest
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle
@@ -142,6 +142,8 @@ class StoreCore:
         try:
             with map_errors("committing a transaction", file=self.journal.name):
                 return self._commit(batch)
+        except InvalidRequest:
+            raise  # refused while encoding, before any byte was written: nothing to latch
         except BaseException as exc:
             self.broken = exc
             raise

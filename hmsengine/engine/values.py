@@ -22,6 +22,7 @@ MAX_METADATA_BYTES = 64 * 1024
 MAX_METADATA_DEPTH = 32
 MAX_EMBEDDING_DIM = 65536
 MAX_BATCH_DOCUMENTS = 10_000
+MAX_BATCH_TEXT_BYTES = 64 * 1024 * 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -210,6 +211,7 @@ def make_puts(items: object) -> list[PutOp]:
         raise InvalidRequest(f"items: {len(items)} documents is over the limit of {MAX_BATCH_DOCUMENTS}")
     ops: list[PutOp] = []
     seen: set[str] = set()
+    total = 0
     for i, item in enumerate(items):
         where = f"items[{i}]."
         if isinstance(item, Document):
@@ -227,4 +229,10 @@ def make_puts(items: object) -> list[PutOp]:
             raise InvalidRequest(f"items[{i}].id: {op.id!r} appears twice in one batch")
         seen.add(op.id)
         ops.append(op)
+        total += len(op.text)
+    if total > MAX_BATCH_TEXT_BYTES:
+        raise InvalidRequest(
+            f"items: {total} characters of text in one batch is over the limit of "
+            f"{MAX_BATCH_TEXT_BYTES}", hint="split the batch into several put_documents calls",
+        )
     return ops

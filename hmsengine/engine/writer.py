@@ -15,13 +15,14 @@ the actor keeps running and answers every later write with :class:`DurabilityErr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 import trio
 
 from ..errors import DurabilityError, HmsError, InvalidRequest
 from .actor import ReplySlot
+from .indexer import Indexer
 from .state import DocEntry
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
@@ -44,16 +45,14 @@ class WriteRequest:
     slot: ReplySlot[list[PutResult | DeleteResult]]
 
 
-# Listeners are told, on the event loop, of each applied batch: (revision, applied ops).
-CommitListener = Callable[[int, list[tuple[int, list[StoredOp]]]], None]
-
-
 class WriterActor:
-    def __init__(self, core: StoreCore, receive: trio.MemoryReceiveChannel[WriteRequest]) -> None:
+    def __init__(self, core: StoreCore, receive: trio.MemoryReceiveChannel[WriteRequest],
+                 indexer: Indexer) -> None:
         self._core = core
         self._receive = receive
-        self.listeners: list[CommitListener] = []
+        self._indexer = indexer
         self._unsynced_bytes = 0
+        self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve requests until the send side is closed and every queued request is answered."""
@@ -88,6 +87,7 @@ class WriterActor:
         sequence = table.revision
         planned: list[PlannedTxn] = []
         accepted: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
+        noops = self._noops = []
         for request in batch:
             local: dict[str, bool] = {}
             ops: list[PutOp | DeleteOp] = []
@@ -117,10 +117,10 @@ class WriterActor:
             except HmsError as exc:
                 request.slot.set_error(exc)
                 continue
-            if not ops:  # nothing to write (e.g. deleting an absent id): answer now
-                request.slot.set_value(
-                    [attrs.evolve(r, revision=table.revision) for r in results]
-                )
+            if not ops:  # nothing to write (e.g. deleting an absent id)
+                # Answered with the batch: the answer may depend on the batch's earlier
+                # transactions, so it must not be given before they are durable.
+                noops.append((request, results))
                 continue
             sequence += 1
             staged.update(local)
@@ -140,15 +140,17 @@ class WriterActor:
         try:
             planned, accepted = self._plan(batch)
             if not planned:
+                self._answer_noops(core.table.revision)
                 return
             try:
                 stored = await trio.to_thread.run_sync(core.commit, planned)
             except BaseException as exc:
                 error = exc if isinstance(exc, HmsError) else DurabilityError(f"commit failed: {exc!r}")
-                for request, _ in accepted:
+                for request, _ in [*accepted, *self._noops]:
                     request.slot.set_error(error)
                 return
             applied = self._apply(planned, stored)
+            self._indexer.install(core.table.revision, stored)
             try:
                 await self._zero(applied)
             except HmsError as exc:
@@ -157,9 +159,7 @@ class WriterActor:
                 core.broken = exc
             for (request, results), txn in zip(accepted, planned, strict=True):
                 request.slot.set_value([attrs.evolve(r, revision=txn.sequence) for r in results])
-            changes = [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)]
-            for listener in self.listeners:
-                listener(core.table.revision, changes)
+            self._answer_noops(core.table.revision)
             await self._maybe_checkpoint()
         except BaseException as exc:  # a bug here must not strand callers or kill the actor
             core.broken = core.broken or exc
@@ -170,6 +170,11 @@ class WriterActor:
                     )
             if not isinstance(exc, Exception):
                 raise
+
+    def _answer_noops(self, revision: int) -> None:
+        for request, results in self._noops:
+            request.slot.set_value([attrs.evolve(r, revision=revision) for r in results])
+        self._noops = []
 
     def _apply(self, planned: list[PlannedTxn], stored: list[list[StoredOp]]) -> list[tuple[int, int]]:
         """Install a durable batch in the table; return the now-dead text records."""
@@ -203,8 +208,3 @@ class WriterActor:
         if self._unsynced_bytes >= CHECKPOINT_EVERY_BYTES:
             self._unsynced_bytes = 0
             await trio.to_thread.run_sync(self._core.checkpoint)
-
-    async def sync_text(self) -> None:
-        """Checkpoint now (used by forget and at close); runs on the writer's own task only."""
-        self._unsynced_bytes = 0
-        await trio.to_thread.run_sync(self._core.checkpoint)

@@ -22,9 +22,9 @@ FLAG_ZSTD = 0x01
 FLAG_AEAD = 0x02  # reserved for the encrypted codec
 
 ZSTD_LEVEL = 3
-# A decompressed record is never larger than this (the largest transaction the writer accepts);
-# the bound protects the reader from a damaged or hostile size field.
-MAX_DECOMPRESSED = 256 * 1024 * 1024
+# A decompressed record is never larger than this (a transaction carries at most 64 MiB of text,
+# JSON-escaped); the bound protects readers from a damaged or hostile size field.
+MAX_DECOMPRESSED = 1024 * 1024 * 1024
 
 _local = threading.local()
 
@@ -57,6 +57,8 @@ class Codec:
     def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int) -> bytes:
         """Invert :meth:`encode`; damage raises :class:`CorruptStore` naming ``where`` and ``offset``."""
         del aad
+        if flags & ~(FLAG_ZSTD | FLAG_AEAD):
+            raise CorruptStore(f"unknown codec flags {flags:#04x}", file=where, offset=offset)
         if flags & FLAG_AEAD:
             raise CorruptStore(
                 "an encrypted record in a store opened without encryption", file=where, offset=offset
@@ -64,6 +66,11 @@ class Codec:
         if not flags & FLAG_ZSTD:
             return bytes(stored)
         try:
+            # python-zstandard ignores max_output_size when the frame records its content size
+            # (ours always do), so bound the recorded size first.
+            size = zstandard.frame_content_size(stored)
+            if size > MAX_DECOMPRESSED:
+                raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
             return _decompressor().decompress(stored, max_output_size=MAX_DECOMPRESSED)
         except zstandard.ZstdError as exc:
             raise CorruptStore(f"undecodable compressed record ({exc})", file=where, offset=offset) from exc

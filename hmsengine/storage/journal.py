@@ -36,7 +36,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from ..errors import CorruptStore
+from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
 from .codec import Codec
 
 MAGIC = b"HMJ1"
@@ -60,7 +60,10 @@ def encode_frame(
     """Encode one frame. ``offset`` is where it will be written (bound into the AEAD data)."""
     flags, stored = codec.encode(payload, aad=frame_aad(file_label, offset, version))
     if len(stored) > MAX_FRAME_PAYLOAD:
-        raise ValueError("frame payload too large")
+        raise InvalidRequest(
+            f"transaction of {len(stored)} bytes (compressed) is over the limit of {MAX_FRAME_PAYLOAD}",
+            hint="split the batch into smaller put_documents calls",
+        )
     prefix = PREFIX.pack(
         MAGIC, version, kind, flags, sequence, len(stored), zlib.crc32(stored) & 0xFFFFFFFF, 0
     )
@@ -150,15 +153,14 @@ def scan(
     while pos < size:
         found = _valid_frame_at(data, pos, max_version)
         if found is None:
+            newer = _valid_frame_at(data, pos, 0xFFFF)
+            if newer is not None:
+                # A whole, valid frame from a newer format: refuse, never truncate it away.
+                raise IncompatibleStore(
+                    f"journal frame written by format version {newer[0]} at offset {pos} of {where}"
+                )
             later = _later_valid_frame(data, pos, max_version)
             if later is not None:
-                header = _check_header(data, pos, 1 << 16)
-                if header is not None and header[0] > max_version:
-                    from ..errors import IncompatibleStore
-
-                    raise IncompatibleStore(
-                        f"journal frame written by format version {header[0]} at offset {pos} of {where}"
-                    )
                 raise CorruptStore(
                     f"journal frame damaged before the tail (a valid frame follows at offset {later})",
                     file=where, offset=pos,

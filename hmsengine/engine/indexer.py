@@ -1,0 +1,238 @@
+"""The search index of an open engine: snapshots, per-commit tail segments, the merge actor.
+
+* Each committed batch's new documents are tokenized into a small immutable segment in the
+  writer's worker thread, in the same hop as the journal fsync (:meth:`Indexer.prepare`); the
+  writer then installs it on the event loop before replying (:meth:`Indexer.install`), so a
+  write is searchable the moment its call returns.
+* Installing publishes a new :class:`Snapshot`; readers take the current one and search it
+  without locks, so a reader never sees half a transaction and never blocks the writer.
+* The **index-builder actor** (:meth:`Indexer.run`) merges small segments into larger ones in
+  worker threads and drops dead documents, then swaps the merged segment in (applying deletions
+  that happened meanwhile).
+* At open the index is rebuilt from the document table in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+import trio
+
+from ..index.analyzer import Analyzer
+from ..index.segment import Segment, build_segment, merge_segments
+from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
+from .store import StoreCore
+from .txn import StoredOp, StoredPut
+
+MAX_SEGMENTS = 10
+# Fold the tail into a segment once it holds this many documents, or after this much quiet.
+FOLD_AT = 512
+FOLD_IDLE_SECONDS = 0.05
+MERGE_WINDOW = 4
+REBUILD_CHUNK = 20_000
+DEAD_FRACTION_TO_REWRITE = 0.3
+
+
+class Indexer:
+    def __init__(self, core: StoreCore, analyzer: Analyzer) -> None:
+        self._core = core
+        self.analyzer = analyzer
+        self.dim = core.format.dim
+        self.snapshot: Snapshot = EMPTY
+        self.docnum_of: dict[str, int] = {}
+        self._next_docnum = 0
+        self._wake = trio.Event()
+        self._meta: dict[tuple[str, str], set[str]] | None = None
+        self._cancel = trio.CancelScope()
+        self.merges = 0
+        self.folds = 0
+        self.rebuilt_documents = 0
+
+    # -- per commit (event loop, before the writer replies) --------------------------------
+
+    def build_tail(self, docs: Sequence[TailDoc]) -> Segment:
+        """Tokenize tail documents into a segment carrying their own docnums (pure)."""
+        segment = build_segment(
+            self.analyzer, ids=[d.id for d in docs], texts=[d.text for d in docs],
+            embeddings=[d.embedding for d in docs], first_docnum=0, dim=self.dim,
+            embedding_dim=self._core.table.embedding_dim,
+        )
+        return attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64))
+
+    def install(self, revision: int, stored: Sequence[Sequence[StoredOp]]) -> None:
+        """Publish the snapshot of ``revision``: O(changes), no tokenizing on the write path."""
+        snap = self.snapshot
+        dead_folded: list[int] = []
+        tail = list(snap.tail)
+        tail_dead = set(snap.tail_dead)
+        first_tail = tail[0].docnum if tail else self._next_docnum
+        for ops in stored:
+            for op in ops:
+                old = self.docnum_of.pop(op.id, None)
+                if old is not None:
+                    if old >= first_tail:
+                        tail_dead.add(old)
+                    else:
+                        dead_folded.append(old)
+                if isinstance(op, StoredPut):
+                    self.docnum_of[op.id] = self._next_docnum
+                    tail.append(TailDoc(docnum=self._next_docnum, id=op.id, text=op.text,
+                                        embedding=op.embedding))
+                    self._next_docnum += 1
+                self._meta_update(op)
+        segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
+        self.snapshot = Snapshot(revision=revision, segments=segments, tail=tuple(tail),
+                                 tail_dead=frozenset(tail_dead), build_tail=self.build_tail)
+        # Wake the builder only when there is something new for it to decide: a tail just
+        # started (its idle timer), a full tail, or deletions in folded segments.
+        if not snap.tail or len(tail) >= FOLD_AT or dead_folded:
+            self._wake.set()
+
+    # -- metadata filter index (built on first use) -----------------------------------------
+
+    def _meta_update(self, op: StoredOp) -> None:
+        if self._meta is None:
+            return
+        for key in list(self._meta_keys.pop(op.id, ())):
+            self._meta[key].discard(op.id)
+        if isinstance(op, StoredPut) and op.metadata_json is not None:
+            self._meta_add(op.id, json.loads(op.metadata_json))
+
+    def _meta_add(self, doc_id: str, metadata: dict[str, object]) -> None:
+        assert self._meta is not None
+        keys = [(k, _canonical(v)) for k, v in metadata.items()]
+        for key in keys:
+            self._meta.setdefault(key, set()).add(doc_id)
+        self._meta_keys[doc_id] = keys
+
+    def ids_with_metadata(self, wanted: dict[str, object]) -> set[str]:
+        """Ids of live documents whose metadata has every ``key: value`` of ``wanted``."""
+        if self._meta is None:
+            self._meta, self._meta_keys = {}, {}
+            for doc_id, entry in self._core.table.entries.items():
+                if entry.metadata_json is not None:
+                    self._meta_add(doc_id, json.loads(entry.metadata_json))
+        sets = [self._meta.get((k, _canonical(v)), set()) for k, v in wanted.items()]
+        if not sets:
+            return set(self.docnum_of)
+        sets.sort(key=len)
+        return set(sets[0]).intersection(*sets[1:])
+
+    _meta_keys: dict[str, list[tuple[str, str]]]
+
+    # -- rebuild at open -------------------------------------------------------------------
+
+    async def rebuild(self) -> None:
+        """Index every live document (at open), in chunks, in worker threads."""
+        table = self._core.table
+        entries = sorted(table.entries.items(), key=lambda item: item[1].revision)
+        segments: list[SegmentView] = []
+        for start in range(0, len(entries), REBUILD_CHUNK):
+            chunk = entries[start:start + REBUILD_CHUNK]
+            segment = await trio.to_thread.run_sync(self._build_chunk, chunk, table.embedding_dim)
+            base = self._next_docnum
+            segment = attrs.evolve(segment, docnums=np.arange(base, base + segment.n_docs, dtype=np.int64))
+            for offset, (doc_id, _) in enumerate(chunk):
+                self.docnum_of[doc_id] = base + offset
+            self._next_docnum += segment.n_docs
+            segments.append(SegmentView.fresh(segment))
+            self.rebuilt_documents += len(chunk)
+        self.snapshot = Snapshot(revision=table.revision, segments=tuple(segments),
+                                 build_tail=self.build_tail)
+
+    def _build_chunk(self, chunk: list[tuple[str, object]], embedding_dim: int | None) -> Segment:
+        core = self._core
+        texts = [core.read_text(e.offset, e.length, e.crc) for _, e in chunk]  # type: ignore[attr-defined]
+        return build_segment(
+            self.analyzer, ids=[i for i, _ in chunk], texts=texts,
+            embeddings=[e.embedding for _, e in chunk], first_docnum=0,  # type: ignore[attr-defined]
+            dim=self.dim, embedding_dim=embedding_dim,
+        )
+
+    # -- the index-builder actor -----------------------------------------------------------
+
+    def _pick(self) -> tuple[int, int] | None:
+        views = self.snapshot.segments
+        for i, v in enumerate(views):
+            if v.segment.n_docs >= 64 and v.n_live < (1 - DEAD_FRACTION_TO_REWRITE) * v.segment.n_docs:
+                return i, i + 1
+        if len(views) <= MAX_SEGMENTS:
+            return None
+        sizes = [v.segment.n_docs for v in views]
+        best = min(range(len(views) - MERGE_WINDOW + 1), key=lambda i: (sum(sizes[i:i + MERGE_WINDOW]), -i))
+        return best, best + MERGE_WINDOW
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The index-builder actor: fold the tail into segments, merge small or sparse segments."""
+        with self._cancel:
+            task_status.started()
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                if 0 < len(self.snapshot.tail) < FOLD_AT:
+                    # Let a burst of commits accumulate (fewer, larger segments); a full tail
+                    # wakes us early.
+                    with trio.move_on_after(FOLD_IDLE_SECONDS):
+                        await self._wake.wait()
+                    self._wake = trio.Event()
+                if self.snapshot.tail:
+                    await self._fold()
+                while (window := self._pick()) is not None:
+                    await self._merge(*window)
+
+    async def _fold(self) -> None:
+        tail = self.snapshot.tail
+        dead = self.snapshot.tail_dead
+        live = [d for d in tail if d.docnum not in dead]
+        segment = await trio.to_thread.run_sync(self.build_tail, live) if live else None
+        snap = self.snapshot  # commits may have happened meanwhile: fold only what we built
+        folded = {d.docnum for d in tail}
+        died = [d for d in snap.tail_dead if d in folded and d not in dead]
+        segments = snap.segments
+        if segment is not None and segment.n_docs:
+            view = SegmentView.fresh(segment)
+            if died:
+                view = view.without([segment.local(d) for d in died])
+            segments = (*segments, view)
+        self.snapshot = Snapshot(
+            revision=snap.revision, segments=segments, tail=snap.tail[len(tail):],
+            tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
+            build_tail=self.build_tail,
+        )
+        self.folds += 1
+        if self.snapshot.tail:
+            self._wake.set()  # commits landed while we folded: their tail needs folding too
+
+    async def _merge(self, a: int, b: int) -> None:
+        views = self.snapshot.segments[a:b]
+        lives = [v.live for v in views]
+        edim = self._core.table.embedding_dim
+        merged = await trio.to_thread.run_sync(
+            lambda: merge_segments([v.segment for v in views], lives, dim=self.dim, embedding_dim=edim)
+        )
+        snap = self.snapshot
+        current = snap.segments
+        start = next(i for i, v in enumerate(current) if v.segment is views[0].segment)
+        now = current[start:start + len(views)]
+        # Documents that died while we merged: dead now, alive in the merged copy.
+        died = [int(d) for old, new in zip(views, now, strict=True)
+                for d in old.segment.docnums[(old.live == 1) & (new.live == 0)]]
+        middle: tuple[SegmentView, ...] = ()
+        if merged.n_docs:
+            view = SegmentView.fresh(merged)
+            if died:
+                view = view.without([merged.local(d) for d in died if merged.local(d) >= 0])
+            middle = (view,)
+        self.snapshot = attrs.evolve(
+            snap, segments=(*current[:start], *middle, *current[start + len(views):]))
+        self.merges += 1
+
+    def stop(self) -> None:
+        self._cancel.cancel()
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,278 @@
+"""Query execution over a snapshot: BM25, cosine and n-gram signals, fused by weighted RRF.
+
+Pure and synchronous: the engine runs a query inline when its estimated work is small and in a
+worker thread otherwise (:func:`estimate_work`). Scratch arrays are per thread.
+
+Determinism: a document's BM25 score sums the query terms in sorted term order with global
+idf, N and avgdl over the live documents of the snapshot, so the same content gives the same
+bits whatever the segmentation; every ranking breaks ties by document number ascending.
+
+Fusion: with one signal a hit's score is that signal's score. With several, each signal's top
+``depth`` documents form the candidates; each signal ranks the candidates it scores (lexical:
+those matching a query term; cosine: those with an embedding; n-gram: those sharing a bucket),
+rank counted from 1; ``score = sum(weight / (RRF_K + rank))``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from ..kernels.bm25 import (
+    bm25_accumulate,
+    bm25_idf,
+    bm25_score_docs,
+    new_scratch,
+    sparse_accumulate,
+    sparse_score_docs,
+)
+from ..kernels.cosine import cosine_topk
+from ..kernels.topk import merge_topk, topk_touched
+from .snapshot import SegmentView, Snapshot
+
+RRF_K = 60
+FUSION_DEPTH = 100
+# A candidate set this small (filtered searches) is scored document by document.
+SMALL_CANDIDATES = 2048
+
+_local = threading.local()
+
+
+def _scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    s = getattr(_local, "scratch", None)
+    if s is None or s[0].shape[0] < n:
+        s = _local.scratch = new_scratch(max(n, 1024))
+    return s
+
+
+@attrs.frozen(kw_only=True)
+class Query:
+    terms: tuple[tuple[str, int], ...]  # (term, multiplicity), sorted by term
+    k: int
+    embedding: np.ndarray | None = None  # L2-normalised float32
+    ngram: tuple[np.ndarray, np.ndarray] | None = None  # (bucket ids, float64 weights)
+    lexical_weight: float = 1.0
+    semantic_weight: float = 1.0
+    allowed: dict[int, np.ndarray] | None = None  # view index -> allowed uint8 mask
+    candidates: dict[int, np.ndarray] | None = None  # view index -> sorted local docs (small sets)
+
+
+@attrs.frozen(kw_only=True)
+class Scored:
+    docnum: int
+    score: float
+    lexical: float | None
+    semantic: float | None
+
+
+def query_terms(terms: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(Counter(terms).items()))
+
+
+def _lexical_weights(snap: Snapshot, terms: tuple[tuple[str, int], ...]) -> np.ndarray:
+    n = snap.n_live
+    df = np.zeros(len(terms), dtype=np.int64)
+    for view in snap.views:
+        vocab = view.segment.vocab
+        for i, (term, _) in enumerate(terms):
+            local = vocab.get(term)
+            if local is not None:
+                df[i] += view.df[local]
+    idf = np.asarray(bm25_idf(df, n), dtype=np.float64)
+    mult = np.asarray([m for _, m in terms], dtype=np.float64)
+    return idf * mult
+
+
+def _local_terms(view: SegmentView, terms: tuple[tuple[str, int], ...]) -> np.ndarray:
+    vocab = view.segment.vocab
+    return np.asarray([vocab.get(t, -1) for t, _ in terms], dtype=np.int32)
+
+
+def estimate_work(snap: Snapshot, q: Query) -> int:
+    """Postings and vector entries a query will touch: the inline-or-thread decision."""
+    work = 0
+    for view in snap.views:
+        seg = view.segment
+        ids = _local_terms(view, q.terms)
+        ids = ids[ids >= 0].astype(np.int64)
+        if ids.size:
+            work += seg.terms.lengths(ids)
+        if q.ngram is not None:
+            work += seg.ngrams.lengths(q.ngram[0].astype(np.int64))
+        if q.embedding is not None and seg.embeddings is not None:
+            work += seg.embeddings.size
+    return work
+
+
+def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
+    if q.allowed is not None:
+        return q.allowed.get(i, np.zeros(view.segment.n_docs, np.uint8))
+    return view.live
+
+
+def _lexical(snap: Snapshot, q: Query, weights: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    parts = []
+    avgdl = snap.avgdl
+    for i, view in enumerate(snap.views):
+        seg = view.segment
+        ids = _local_terms(view, q.terms)
+        if not (ids >= 0).any():
+            continue
+        norms = view.norms(avgdl)
+        if q.candidates is not None:
+            docs = q.candidates.get(i)
+            if docs is None or docs.size == 0:
+                continue
+            scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
+                                     norms, ids, weights, docs)
+            matched = _matched(seg.terms, ids, docs)
+            parts.append((scores[matched], seg.docnums[docs[matched]]))
+            continue
+        acc, seen, touched = _scratch(seg.n_docs)
+        n = bm25_accumulate(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values, norms, ids,
+                            weights, _allowed(view, q, i), acc, seen, touched, 0)
+        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
+        parts.append((scores, seg.docnums[local]))
+    return merge_topk(parts, depth)
+
+
+def _matched(postings: object, ids: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Which candidate docs contain at least one of the terms (BM25 > 0 needs a match)."""
+    offsets, doc_ids = postings.offsets, postings.doc_ids  # type: ignore[attr-defined]
+    hit = np.zeros(docs.size, dtype=bool)
+    for t in ids[ids >= 0]:
+        hit |= np.isin(docs, doc_ids[offsets[t]:offsets[t + 1]])
+    return hit
+
+
+def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    assert q.ngram is not None
+    buckets, weights = q.ngram
+    parts = []
+    for i, view in enumerate(snap.views):
+        g = view.segment.ngrams
+        if q.candidates is not None:
+            docs = q.candidates.get(i)
+            if docs is None or docs.size == 0:
+                continue
+            scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, buckets, weights, docs)
+            matched = _matched(g, buckets, docs)
+            parts.append((scores[matched], view.segment.docnums[docs[matched]]))
+            continue
+        acc, seen, touched = _scratch(view.segment.n_docs)
+        n = sparse_accumulate(g.offsets, g.doc_ids, g.values, buckets, weights,
+                              _allowed(view, q, i), acc, seen, touched, 0)
+        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
+        parts.append((scores, view.segment.docnums[local]))
+    return merge_topk(parts, depth)
+
+
+def _cosine(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    assert q.embedding is not None
+    parts = []
+    for i, view in enumerate(snap.views):
+        seg = view.segment
+        if seg.embeddings is None or seg.embeddings.shape[1] != q.embedding.shape[0]:
+            continue
+        allowed = _allowed(view, q, i) & seg.has_embedding
+        if q.candidates is not None:
+            mask = np.zeros(seg.n_docs, dtype=np.uint8)
+            docs = q.candidates.get(i)
+            if docs is not None:
+                mask[docs] = 1
+            allowed = allowed & mask
+        scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth)
+        parts.append((scores, seg.docnums[rows]))
+    return merge_topk(parts, depth)
+
+
+def _rank_map(docs: np.ndarray) -> dict[int, int]:
+    return {int(d): r for r, d in enumerate(docs, start=1)}
+
+
+def run(snap: Snapshot, q: Query) -> list[Scored]:
+    """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first."""
+    signals: list[tuple[str, float, np.ndarray, np.ndarray]] = []
+    fused = q.embedding is not None or q.ngram is not None
+    depth = max(q.k, FUSION_DEPTH) if fused else q.k
+    if q.terms:
+        weights = _lexical_weights(snap, q.terms)
+        s, d = _lexical(snap, q, weights, depth)
+        signals.append(("lexical", q.lexical_weight, s, d))
+    if q.embedding is not None:
+        s, d = _cosine(snap, q, depth)
+        signals.append(("cosine", q.semantic_weight, s, d))
+    if q.ngram is not None:
+        s, d = _ngram(snap, q, depth)
+        signals.append(("ngram", q.semantic_weight, s, d))
+    if not signals:
+        return []
+    if not fused:
+        _, _, s, d = signals[0]
+        return [Scored(docnum=int(doc), score=float(sc), lexical=float(sc), semantic=None)
+                for sc, doc in zip(s, d, strict=True)]
+    return _fuse(snap, q, signals)
+
+
+def _fuse(snap: Snapshot, q: Query, signals: list[tuple[str, float, np.ndarray, np.ndarray]]) -> list[Scored]:
+    """Weighted RRF over the union of each signal's top ``depth``; ties by docnum."""
+    candidates = sorted({int(d) for _, _, _, docs in signals for d in docs})
+    # Each signal's ranking of the candidates: its own top list already is that ranking for the
+    # candidates it scored; a candidate outside a signal's list was not ranked by it unless its
+    # exact score can be computed, which we do so that every candidate is ranked fairly.
+    exact = _exact_scores(snap, q, candidates, [name for name, *_ in signals])
+    total = dict.fromkeys(candidates, 0.0)
+    for name, weight, _, _ in signals:
+        scored = [(exact[name][c], c) for c in candidates if exact[name].get(c) is not None]
+        scored.sort(key=lambda sc: (-sc[0], sc[1]))
+        for rank, (_, c) in enumerate(scored, start=1):
+            total[c] += weight / (RRF_K + rank)
+    order = sorted(candidates, key=lambda c: (-total[c], c))[: q.k]
+    semantic_name = "cosine" if q.embedding is not None else "ngram"
+    out = []
+    for c in order:
+        lex = exact.get("lexical", {}).get(c, 0.0 if q.terms else None)
+        sem = exact.get(semantic_name, {}).get(c)
+        out.append(Scored(docnum=c, score=total[c], lexical=lex if q.terms else None,
+                          semantic=sem if sem is not None else (0.0 if semantic_name in exact else None)))
+    return out
+
+
+def _exact_scores(snap: Snapshot, q: Query, candidates: list[int], names: list[str]) -> dict[str, dict[int, float]]:
+    """Each signal's exact score of each candidate it matches (absent: not ranked by it)."""
+    out: dict[str, dict[int, float]] = {name: {} for name in names}
+    by_view: dict[int, list[int]] = {}
+    for c in candidates:
+        i, local = snap.view_of(c)
+        by_view.setdefault(i, []).append(local)
+    weights = _lexical_weights(snap, q.terms) if q.terms else None
+    avgdl = snap.avgdl
+    for i, locals_ in by_view.items():
+        view = snap.views[i]
+        seg = view.segment
+        docs = np.asarray(locals_, dtype=np.int32)
+        nums = seg.docnums[docs]
+        if "lexical" in out and weights is not None:
+            ids = _local_terms(view, q.terms)
+            scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
+                                     view.norms(avgdl), ids, weights, docs)
+            for num, s, m in zip(nums, scores, _matched(seg.terms, ids, docs), strict=True):
+                if m:
+                    out["lexical"][int(num)] = float(s)
+        if "ngram" in out and q.ngram is not None:
+            g = seg.ngrams
+            scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, q.ngram[0], q.ngram[1], docs)
+            for num, s, m in zip(nums, scores, _matched(g, q.ngram[0], docs), strict=True):
+                if m:
+                    out["ngram"][int(num)] = float(s)
+        if "cosine" in out and q.embedding is not None and seg.embeddings is not None \
+                and seg.embeddings.shape[1] == q.embedding.shape[0]:
+            for num, d in zip(nums, docs, strict=True):
+                if seg.has_embedding[d]:
+                    out["cosine"][int(num)] = float(np.dot(
+                        seg.embeddings[d].astype(np.float64), q.embedding.astype(np.float64)))
+    return out

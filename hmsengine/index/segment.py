@@ -1,0 +1,185 @@
+"""Immutable index segments: postings, document lengths, vectors, built or merged off the loop.
+
+A :class:`Segment` covers some documents, each with a global document number (``docnums``,
+ascending; numbers are assigned in commit order and never reused while the store is open).
+It holds:
+
+* BM25 postings over its own vocabulary (CSR: ``offsets``, local ``doc_ids``, ``tfs``), the
+  document lengths, the per-term document frequencies, and a forward index (document -> its
+  distinct terms) used to adjust frequencies when documents die;
+* the hashed character n-gram vectors as postings over ``dim`` buckets (``semantic="ngram"``);
+* the caller's embeddings, row-normalised float32, with a mask of which rows have one.
+
+Segments never change once built. Deletions live in the snapshot's per-segment views
+(index/snapshot.py). :func:`build_segment` and :func:`merge_segments` are pure and run in worker
+threads (the kernels release the GIL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from ..kernels.bm25 import build_postings
+from ..kernels.cosine import l2_normalise_rows
+from ..kernels.ngram import csr_transpose, ngram_vectors
+from .analyzer import Analyzer
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+F32 = npt.NDArray[np.float32]
+U8 = npt.NDArray[np.uint8]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Postings:
+    """CSR postings: entries of column ``c`` are ``offsets[c]:offsets[c+1]``."""
+
+    offsets: I64
+    doc_ids: I32
+    values: F32
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    def lengths(self, columns: I64) -> int:
+        return int(np.sum(self.offsets[columns + 1] - self.offsets[columns]))
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Segment:
+    """One immutable segment of the index."""
+
+    ids: tuple[str, ...]
+    docnums: I64
+    vocab: dict[str, int]
+    terms: Postings  # values are term frequencies
+    doc_lens: I32
+    df: I64
+    forward: Postings  # per document: its distinct local term ids (values unused)
+    ngrams: Postings  # per bucket: documents and their n-gram weights
+    embeddings: F32 | None  # [n_docs, edim], rows L2-normalised (zero rows where absent)
+    has_embedding: U8
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.ids)
+
+    @property
+    def first(self) -> int:
+        return int(self.docnums[0]) if len(self.ids) else -1
+
+    def local(self, docnum: int) -> int:
+        """The local number of a global document number in this segment, or -1."""
+        i = int(np.searchsorted(self.docnums, docnum))
+        return i if i < len(self.ids) and int(self.docnums[i]) == docnum else -1
+
+
+def _forward(terms: Postings, n_docs: int) -> Postings:
+    offsets, doc_ids, values = csr_transpose(terms.offsets, terms.doc_ids, terms.values, n_docs)
+    return Postings(offsets=offsets, doc_ids=doc_ids, values=values)
+
+
+def _embedding_matrix(embeddings: Sequence[npt.NDArray[np.float32] | None], n: int,
+                      edim: int | None) -> tuple[F32 | None, U8]:
+    has = np.fromiter((e is not None for e in embeddings), dtype=np.uint8, count=n)
+    if edim is None or not has.any():
+        return None, has
+    matrix = np.zeros((n, edim), dtype=np.float32)
+    for i, e in enumerate(embeddings):
+        if e is not None:
+            matrix[i] = e
+    return l2_normalise_rows(matrix), has
+
+
+def build_segment(
+    analyzer: Analyzer, *, ids: Sequence[str], texts: Sequence[str],
+    embeddings: Sequence[npt.NDArray[np.float32] | None], first_docnum: int, dim: int,
+    embedding_dim: int | None,
+) -> Segment:
+    """Tokenize and index documents numbered ``first_docnum, first_docnum + 1, ...``."""
+    n = len(ids)
+    vocab: dict[str, int] = {}
+    flat, starts = analyzer.term_ids(list(texts), vocab)
+    offsets, doc_ids, tfs, doc_lens = build_postings(flat, starts, len(vocab))
+    terms = Postings(offsets=offsets, doc_ids=doc_ids, values=tfs)
+    indptr, indices, values = ngram_vectors(list(texts), dim)
+    g_off, g_docs, g_vals = csr_transpose(indptr, indices, values, dim)
+    matrix, has = _embedding_matrix(embeddings, n, embedding_dim)
+    return Segment(
+        ids=tuple(ids), docnums=np.arange(first_docnum, first_docnum + n, dtype=np.int64),
+        vocab=vocab, terms=terms, doc_lens=doc_lens, df=np.diff(offsets).astype(np.int64),
+        forward=_forward(terms, n), ngrams=Postings(offsets=g_off, doc_ids=g_docs, values=g_vals),
+        embeddings=matrix, has_embedding=has,
+    )
+
+
+def _merge_postings(parts: Sequence[tuple[Postings, I64, I64]], n_columns: int) -> Postings:
+    """Merge postings whose columns were remapped (``colmap``) and docs renumbered (``docmap``,
+    -1 for dropped documents). Documents of later parts have higher numbers."""
+    cols, docs, vals = [], [], []
+    for postings, colmap, docmap in parts:
+        lengths = np.diff(postings.offsets)
+        col = np.repeat(colmap, lengths)
+        doc = docmap[postings.doc_ids]
+        keep = doc >= 0
+        cols.append(col[keep])
+        docs.append(doc[keep])
+        vals.append(postings.values[keep])
+    col = np.concatenate(cols) if cols else np.empty(0, np.int64)
+    doc = np.concatenate(docs) if docs else np.empty(0, np.int64)
+    val = np.concatenate(vals) if vals else np.empty(0, np.float32)
+    order = np.lexsort((doc, col))
+    counts = np.bincount(col, minlength=n_columns)
+    offsets = np.zeros(n_columns + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return Postings(offsets=offsets, doc_ids=doc[order].astype(np.int32),
+                    values=val[order].astype(np.float32))
+
+
+def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int,
+                   embedding_dim: int | None) -> Segment:
+    """One segment holding the live documents of ``segments`` (given in docnum order)."""
+    vocab: dict[str, int] = {}
+    for seg in segments:
+        for term in seg.vocab:
+            if term not in vocab:
+                vocab[term] = len(vocab)
+    term_parts, gram_parts = [], []
+    ids: list[str] = []
+    docnums, lens, has, rows = [], [], [], []
+    next_local = 0
+    for seg, live in zip(segments, lives, strict=True):
+        keep = live[: seg.n_docs].astype(bool)
+        docmap = np.full(seg.n_docs, -1, dtype=np.int64)
+        docmap[keep] = np.arange(next_local, next_local + int(keep.sum()), dtype=np.int64)
+        next_local += int(keep.sum())
+        colmap = np.empty(len(seg.vocab), dtype=np.int64)
+        for term, local in seg.vocab.items():
+            colmap[local] = vocab[term]
+        term_parts.append((seg.terms, colmap, docmap))
+        gram_parts.append((seg.ngrams, np.arange(dim, dtype=np.int64), docmap))
+        ids.extend(i for i, k in zip(seg.ids, keep, strict=True) if k)
+        docnums.append(seg.docnums[keep])
+        lens.append(seg.doc_lens[keep])
+        has.append(seg.has_embedding[keep])
+        if embedding_dim is not None:
+            rows.append(seg.embeddings[keep] if seg.embeddings is not None
+                        else np.zeros((int(keep.sum()), embedding_dim), dtype=np.float32))
+    terms = _merge_postings(term_parts, len(vocab))
+    n = len(ids)
+    has_arr = np.concatenate(has) if has else np.zeros(0, np.uint8)
+    matrix = None
+    if embedding_dim is not None and has_arr.any():
+        matrix = np.ascontiguousarray(np.concatenate(rows), dtype=np.float32)
+    return Segment(
+        ids=tuple(ids), docnums=np.concatenate(docnums) if docnums else np.zeros(0, np.int64),
+        vocab=vocab, terms=terms,
+        doc_lens=np.concatenate(lens).astype(np.int32) if lens else np.zeros(0, np.int32),
+        df=np.diff(terms.offsets).astype(np.int64), forward=_forward(terms, n),
+        ngrams=_merge_postings(gram_parts, dim), embeddings=matrix, has_embedding=has_arr,
+    )

@@ -1,0 +1,136 @@
+"""Snapshots: the segments of one revision, with their deletions, never mutated once published.
+
+A :class:`SegmentView` pairs an immutable :class:`Segment` with the liveness of its documents
+and the document frequencies over its live documents at one revision. Deleting documents makes
+new views (copy on write of two small arrays); a reader that took a :class:`Snapshot` keeps
+seeing exactly that revision, and never blocks the writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+import numpy as np
+
+from ..kernels.bm25 import bm25_norms
+from .segment import I64, U8, Segment
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class SegmentView:
+    segment: Segment
+    live: U8
+    df: I64
+    n_live: int
+    len_live: int
+    _norm_cache: dict[float, np.ndarray] = attrs.field(factory=dict, init=False)
+
+    @classmethod
+    def fresh(cls, segment: Segment) -> SegmentView:
+        return cls(segment=segment, live=np.ones(segment.n_docs, dtype=np.uint8), df=segment.df,
+                   n_live=segment.n_docs, len_live=int(segment.doc_lens.sum()))
+
+    def without(self, locals_: Iterable[int]) -> SegmentView:
+        """A view with the given live local documents marked dead (df adjusted)."""
+        live = self.live.copy()
+        df = self.df.copy()
+        fwd = self.segment.forward
+        n_live, len_live = self.n_live, self.len_live
+        for d in locals_:
+            if live[d]:
+                live[d] = 0
+                df[fwd.doc_ids[fwd.offsets[d]:fwd.offsets[d + 1]]] -= 1
+                n_live -= 1
+                len_live -= int(self.segment.doc_lens[d])
+        return SegmentView(segment=self.segment, live=live, df=df, n_live=n_live, len_live=len_live)
+
+    def norms(self, avgdl: float) -> np.ndarray:
+        """BM25 length norms for ``avgdl`` (cached: a snapshot has one avgdl)."""
+        cached = self._norm_cache.get(avgdl)
+        if cached is None:
+            self._norm_cache.clear()
+            cached = self._norm_cache[avgdl] = bm25_norms(self.segment.doc_lens, avgdl)
+        return cached
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class TailDoc:
+    """A committed document not yet folded into a segment (the mutable tail's unit)."""
+
+    docnum: int
+    id: str
+    text: str
+    embedding: np.ndarray | None
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Snapshot:
+    """The index at one revision: segment views in docnum order, then the unfolded tail.
+
+    The tail holds the newest committed documents as plain values; the first search of a
+    snapshot with a tail tokenizes it into a small segment (``build_tail``) and caches it, and
+    the index-builder actor folds the tail into a real segment in the background.
+    """
+
+    revision: int
+    segments: tuple[SegmentView, ...]
+    tail: tuple[TailDoc, ...] = ()
+    tail_dead: frozenset[int] = frozenset()
+    build_tail: Callable[[Sequence[TailDoc]], Segment] | None = None
+    _cache: dict[str, tuple[SegmentView, ...]] = attrs.field(factory=dict, init=False)
+
+    @property
+    def views(self) -> tuple[SegmentView, ...]:
+        cached = self._cache.get("views")
+        if cached is None:
+            cached = self.segments
+            live_tail = [d for d in self.tail if d.docnum not in self.tail_dead]
+            if live_tail and self.build_tail is not None:
+                cached = (*cached, SegmentView.fresh(self.build_tail(live_tail)))
+            self._cache["views"] = cached
+        return cached
+
+    @property
+    def n_live(self) -> int:
+        return sum(v.n_live for v in self.views)
+
+    @property
+    def avgdl(self) -> float:
+        n = self.n_live
+        return sum(v.len_live for v in self.views) / n if n else 1.0
+
+    def view_of(self, docnum: int) -> tuple[int, int]:
+        """(view index, local number) of a global docnum, or (-1, -1)."""
+        firsts = [v.segment.first for v in self.views]
+        i = int(np.searchsorted(np.asarray(firsts, dtype=np.int64), docnum, side="right")) - 1
+        if i < 0:
+            return -1, -1
+        local = self.views[i].segment.local(docnum)
+        return (i, local) if local >= 0 else (-1, -1)
+
+    def id_of(self, docnum: int) -> str:
+        i, local = self.view_of(docnum)
+        return self.views[i].segment.ids[local]
+
+    def segment_of(self, docnum: int) -> tuple[int, int]:
+        """(index into ``segments``, local number) of a docnum in a folded segment, or (-1, -1)."""
+        firsts = np.asarray([v.segment.first for v in self.segments], dtype=np.int64)
+        i = int(np.searchsorted(firsts, docnum, side="right")) - 1
+        if i < 0:
+            return -1, -1
+        local = self.segments[i].segment.local(docnum)
+        return (i, local) if local >= 0 else (-1, -1)
+
+    def with_deletions(self, docnums: Iterable[int]) -> tuple[SegmentView, ...]:
+        """The folded segments with these documents dead; untouched views are shared."""
+        by_view: dict[int, list[int]] = {}
+        for docnum in docnums:
+            i, local = self.segment_of(docnum)
+            if i >= 0:
+                by_view.setdefault(i, []).append(local)
+        return tuple(v.without(by_view[i]) if i in by_view else v
+                     for i, v in enumerate(self.segments))
+
+
+EMPTY = Snapshot(revision=0, segments=())

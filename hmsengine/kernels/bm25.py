@@ -1,0 +1,292 @@
+"""BM25 and sparse dot-product scoring over CSR postings, and the postings builder.
+
+Postings of one index segment are CSR: ``offsets: int64[n_terms + 1]``, ``doc_ids: int32[nnz]``
+(ascending within a term, local document numbers ``0..n_docs-1``) and per-posting values
+``tfs: float32[nnz]`` (term frequency) or, for the n-gram channel, ``values: float32[nnz]``.
+
+Scoring is term-at-a-time into caller-owned scratch arrays of one thread (see ``new_scratch``):
+``acc: float64[n_docs]`` (all zero between queries), ``seen: uint8[n_docs]`` (all zero between
+queries) and ``touched: int32[n_docs]``. ``seen`` marks a document the first time it is reached,
+so a document is listed in ``touched`` exactly once even when a contribution is exactly 0 or the
+sum returns to 0. ``topk.topk_touched`` (or ``topk.reset_touched``) cleans both afterwards.
+
+Bit-for-bit reproducibility: every path adds the same float64 contributions, one per query term
+in the order of ``term_ids``, starting from 0.0. The caller passes terms sorted by term id so the
+order is fixed. The contribution of a term with weight ``w`` (idf times its multiplicity in the
+query) to a document with term frequency ``tf`` and norm ``norm`` is
+``w * tf * K1_PLUS_1 / (tf + norm)``, evaluated left to right in float64, the same in
+``bm25_term_score`` (plain Python, for explanations).
+
+A term id outside ``[0, n_terms)`` contributes nothing (callers may map unknown terms to -1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from hmsengine.kernels.jit import jit
+
+K1 = 1.2
+B = 0.75
+K1_PLUS_1 = K1 + 1.0
+
+
+def new_scratch(
+    n_docs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.int32]]:
+    """Fresh per-thread scratch ``(acc float64[n], seen uint8[n], touched int32[n])``, zeroed.
+
+    One set serves every segment with at most ``n_docs`` documents, one query at a time.
+    """
+    return (
+        np.zeros(n_docs, dtype=np.float64),
+        np.zeros(n_docs, dtype=np.uint8),
+        np.zeros(n_docs, dtype=np.int32),
+    )
+
+
+def bm25_norms(doc_lens: npt.ArrayLike, avgdl: float) -> npt.NDArray[np.float64]:
+    """Per-document length norms ``K1 * (1 - B + B * doc_len / avgdl)`` as float64[n].
+
+    ``avgdl`` is the average length over the live documents of all segments. A non-positive or
+    non-finite ``avgdl`` (an empty corpus) is taken as 1.0. Elementwise IEEE float64, evaluated
+    in the same order as ``bm25_norm``, so both give identical bits.
+    """
+    if not (avgdl > 0.0 and np.isfinite(avgdl)):
+        avgdl = 1.0
+    dl = np.asarray(doc_lens, dtype=np.float64)
+    return np.ascontiguousarray(K1 * (1.0 - B + B * dl / float(avgdl)))
+
+
+def bm25_norm(doc_len: float, avgdl: float) -> float:
+    """Scalar ``bm25_norms`` for one document (same bits)."""
+    if not (avgdl > 0.0 and np.isfinite(avgdl)):
+        avgdl = 1.0
+    return float(K1 * (1.0 - B + B * float(doc_len) / float(avgdl)))
+
+
+def bm25_idf(df: npt.ArrayLike, n_docs: int) -> npt.NDArray[np.float64] | float:
+    """``ln(1 + (N - df + 0.5) / (df + 0.5))`` per document frequency; float64 array or float.
+
+    ``df`` is clipped to ``[0, n_docs]`` so the idf stays positive even when counts that include
+    deleted documents exceed the live ``n_docs``. Always computed through one numpy ``log1p``
+    over an array, so a scalar and the same value inside an array give identical bits.
+    """
+    n = float(max(n_docs, 0))
+    arr = np.asarray(df, dtype=np.float64)
+    d = np.clip(np.atleast_1d(arr), 0.0, n)
+    idf = np.log1p((n - d + 0.5) / (d + 0.5))
+    if arr.ndim == 0:
+        return float(idf[0])
+    return idf
+
+
+def bm25_term_score(weight: float, tf: float, norm: float) -> float:
+    """One term's contribution in plain Python, bit-identical to the kernels' arithmetic."""
+    tf = float(tf)
+    return float(weight) * tf * K1_PLUS_1 / (tf + float(norm))
+
+
+@jit
+def bm25_accumulate(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    acc: npt.NDArray[np.float64],
+    seen: npt.NDArray[np.uint8],
+    touched: npt.NDArray[np.int32],
+    n_touched: int,
+) -> int:
+    """Add the BM25 contributions of the query terms to ``acc``; return the new ``n_touched``.
+
+    For each query term in order, for each posting ``(d, tf)`` with ``allowed[d] != 0``:
+    ``acc[d] += term_weights[i] * tf * K1_PLUS_1 / (tf + norms[d])`` in float64; the first time
+    ``d`` is reached (``seen[d] == 0``) it is marked and appended to ``touched``. ``allowed``,
+    ``norms``, ``acc``, ``seen`` and ``touched`` have at least ``n_docs`` entries. Allocates
+    nothing. Several calls may accumulate into the same scratch before one ``topk_touched``.
+    """
+    n_terms = offsets.shape[0] - 1
+    for qi in range(term_ids.shape[0]):
+        t = term_ids[qi]
+        if t < 0 or t >= n_terms:
+            continue
+        w = term_weights[qi]
+        for p in range(offsets[t], offsets[t + 1]):
+            d = doc_ids[p]
+            if allowed[d] == 0:
+                continue
+            if seen[d] == 0:
+                seen[d] = 1
+                touched[n_touched] = d
+                n_touched += 1
+            tf = np.float64(tfs[p])
+            acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+    return n_touched
+
+
+@jit
+def sparse_accumulate(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    values: npt.NDArray[np.float32],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    acc: npt.NDArray[np.float64],
+    seen: npt.NDArray[np.uint8],
+    touched: npt.NDArray[np.int32],
+    n_touched: int,
+) -> int:
+    """Sparse dot product: like ``bm25_accumulate`` with ``acc[d] += w * values[p]`` (float64).
+
+    With postings transposed from L2-normalised rows and a normalised query this is the cosine
+    (the n-gram channel). Values and weights may be negative; ``seen`` keeps ``touched`` exact.
+    """
+    n_terms = offsets.shape[0] - 1
+    for qi in range(term_ids.shape[0]):
+        t = term_ids[qi]
+        if t < 0 or t >= n_terms:
+            continue
+        w = term_weights[qi]
+        for p in range(offsets[t], offsets[t + 1]):
+            d = doc_ids[p]
+            if allowed[d] == 0:
+                continue
+            if seen[d] == 0:
+                seen[d] = 1
+                touched[n_touched] = d
+                n_touched += 1
+            acc[d] += w * np.float64(values[p])
+    return n_touched
+
+
+@jit
+def _find(doc_ids: npt.NDArray[np.int32], lo: int, hi: int, d: int) -> int:
+    # Binary search for d in doc_ids[lo:hi] (ascending); its position, or -1.
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = doc_ids[mid]
+        if v < d:
+            lo = mid + 1
+        elif v > d:
+            hi = mid
+        else:
+            return mid
+    return -1
+
+
+@jit
+def bm25_score_docs(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    docs: npt.NDArray[np.int32],
+) -> npt.NDArray[np.float64]:
+    """BM25 scores of the candidate local documents ``docs: int32[m]`` as float64[m].
+
+    The filtered path for a small candidate set: per candidate, per term in order, a binary search
+    in the term's postings. Same arithmetic and order as ``bm25_accumulate``, so a document gets
+    bit-identical scores on both paths. A candidate matching no term scores 0.0 (a match always
+    scores > 0 with positive weights). O(m * q * log(df)). Raises ValueError for a candidate
+    outside ``[0, len(norms))``.
+    """
+    n_terms = offsets.shape[0] - 1
+    out = np.zeros(docs.shape[0], dtype=np.float64)
+    for j in range(docs.shape[0]):
+        d = docs[j]
+        if d < 0 or d >= norms.shape[0]:
+            raise ValueError("candidate document number out of range")
+        s = 0.0
+        for qi in range(term_ids.shape[0]):
+            t = term_ids[qi]
+            if t < 0 or t >= n_terms:
+                continue
+            p = _find(doc_ids, offsets[t], offsets[t + 1], d)
+            if p >= 0:
+                tf = np.float64(tfs[p])
+                s += term_weights[qi] * tf * K1_PLUS_1 / (tf + norms[d])
+        out[j] = s
+    return out
+
+
+@jit
+def sparse_score_docs(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    values: npt.NDArray[np.float32],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    docs: npt.NDArray[np.int32],
+) -> npt.NDArray[np.float64]:
+    """Sparse dot products of the candidates ``docs: int32[m]``, bit-identical to
+    ``sparse_accumulate``; 0.0 for a candidate with no posting among the query terms."""
+    n_terms = offsets.shape[0] - 1
+    out = np.zeros(docs.shape[0], dtype=np.float64)
+    for j in range(docs.shape[0]):
+        d = docs[j]
+        if d < 0:
+            raise ValueError("candidate document number out of range")
+        s = 0.0
+        for qi in range(term_ids.shape[0]):
+            t = term_ids[qi]
+            if t < 0 or t >= n_terms:
+                continue
+            p = _find(doc_ids, offsets[t], offsets[t + 1], d)
+            if p >= 0:
+                s += term_weights[qi] * np.float64(values[p])
+        out[j] = s
+    return out
+
+
+@jit
+def build_postings(
+    term_ids_flat: npt.NDArray[np.int32], doc_starts: npt.NDArray[np.int64], n_terms: int
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int32]
+]:
+    """CSR postings with term frequencies from each document's token ids (a counting sort).
+
+    Document ``i`` has tokens ``term_ids_flat[doc_starts[i]:doc_starts[i+1]]`` (ids in
+    ``[0, n_terms)``, any order, repeats counted). Returns ``(offsets int64[n_terms+1],
+    doc_ids int32[nnz], tfs float32[nnz], doc_lens int32[n_docs])``: doc ids ascending within
+    each term, one posting per (term, document), tf = its count, doc_len = the token count.
+    O(total + n_terms). Raises ValueError for a term id out of range.
+    """
+    n_docs = doc_starts.shape[0] - 1
+    last = np.full(n_terms, -1, dtype=np.int64)
+    df = np.zeros(n_terms + 1, dtype=np.int64)
+    doc_lens = np.zeros(max(n_docs, 0), dtype=np.int32)
+    for i in range(n_docs):
+        doc_lens[i] = doc_starts[i + 1] - doc_starts[i]
+        for p in range(doc_starts[i], doc_starts[i + 1]):
+            t = term_ids_flat[p]
+            if t < 0 or t >= n_terms:
+                raise ValueError("term id out of range in build_postings")
+            if last[t] != i:
+                last[t] = i
+                df[t + 1] += 1
+    offsets = np.cumsum(df)
+    nnz = offsets[n_terms]
+    doc_ids = np.empty(nnz, dtype=np.int32)
+    tfs = np.zeros(nnz, dtype=np.float32)
+    cursor = offsets[:n_terms].copy()
+    last[:] = -1
+    for i in range(n_docs):
+        for p in range(doc_starts[i], doc_starts[i + 1]):
+            t = term_ids_flat[p]
+            if last[t] != i:
+                last[t] = i
+                doc_ids[cursor[t]] = i
+                tfs[cursor[t]] = 1.0
+                cursor[t] += 1
+            else:
+                tfs[cursor[t] - 1] += 1.0
+    return offsets, doc_ids, tfs, doc_lens

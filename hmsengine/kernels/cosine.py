@@ -1,0 +1,146 @@
+"""Brute-force cosine top-k over a float32 matrix of L2-normalised rows.
+
+Why a numba kernel rather than ``matrix @ query`` (BLAS sgemv): BLAS may sum a row in a different
+order depending on its position in a block, on the thread count and on the CPU kernel chosen at
+run time, so two identical rows need not score identically and results may change with thread
+settings. Here every row is summed in one fixed order, independent of its position, of ``n`` and
+of threads: identical rows give identical scores (ties then break by row number), and a plain
+numpy reference reproduces the scores bit for bit (``reference.cosine_scores``).
+
+The fixed order: ``LANES`` float32 partial sums; lane ``l`` sums ``row[b*LANES + l] * q[...]``
+over blocks ``b = 0, 1, ...`` (initialised with block 0); then a float64 sum of the lanes in
+order 0..LANES-1 starting from 0.0, then the ``d % LANES`` tail products (float32 products,
+float64 sum) in column order. The lane count is passed at run time on purpose: as a compile-time
+constant LLVM unrolls the lane loop and, numba's SLP vectoriser being off by default, emits
+scalar code (12-13 ms below); as a run-time value the loop vectoriser turns it into SIMD.
+
+Measured on this 2-vCPU machine, 100,000 x 384 float32, one query, k=10, median of 30:
+faiss IndexFlatIP 1 thread 4.9 ms, faiss default (2 OpenMP threads) 12.8-14 ms,
+numpy ``matrix @ query`` 5.7-6.2 ms (OpenBLAS, 2 threads; 13.3 ms with 1 thread),
+this kernel 6.3-6.9 ms on one thread (32 float32 lanes; float64 lanes 7.2 ms; 8 scalar float64
+accumulators 11.2 ms). It releases the GIL, so a caller may split rows between two threads and
+merge with ``topk.merge_topk``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from hmsengine.kernels.jit import jit
+from hmsengine.kernels.topk import _better, topk_finish, topk_offer, worst_index
+
+#: float32 partial sums per row (part of the summation order, so of the exact scores).
+LANES = 32
+
+
+@jit
+def _cosine_topk(
+    matrix: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    allowed: npt.NDArray[np.uint8],
+    k: int,
+    lanes: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    n, d = matrix.shape
+    nb = d // lanes
+    main = nb * lanes
+    m = min(k, n)
+    if m < 0:
+        m = 0
+    scores = np.empty(m, dtype=np.float64)
+    rows = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return scores, rows
+    acc = np.zeros(lanes, dtype=np.float32)
+    # (n, nb, lanes) view of the first nb*lanes columns; 2-D block views vectorise well.
+    blocks = np.lib.stride_tricks.as_strided(
+        matrix, shape=(n, nb, lanes), strides=(d * 4, lanes * 4, 4)
+    )
+    q2 = query[:main].reshape((nb, lanes))
+    count = 0
+    worst = worst_index(m)
+    bar_s = 0.0
+    bar_r = np.int64(0)
+    for i in range(n):
+        if allowed[i] == 0:
+            continue
+        s = 0.0
+        if nb > 0:
+            r2 = blocks[i]
+            for lane in range(lanes):
+                acc[lane] = r2[0, lane] * q2[0, lane]
+            for b in range(1, nb):
+                for lane in range(lanes):
+                    acc[lane] += r2[b, lane] * q2[b, lane]
+            for lane in range(lanes):
+                s += np.float64(acc[lane])
+        for j in range(main, d):
+            s += np.float64(matrix[i, j] * query[j])
+        row = np.int64(i)
+        if count == m and not _better(s, row, bar_s, bar_r):
+            continue  # cheap inline check: most rows do not beat the current k-th
+        count = topk_offer(scores, rows, count, s, row)
+        if count == m:
+            bar_s = scores[worst]
+            bar_r = rows[worst]
+    topk_finish(scores, rows, count)
+    return scores[:count].copy(), rows[:count].copy()
+
+
+def cosine_topk(
+    matrix: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    allowed: npt.NDArray[np.uint8],
+    k: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Top ``k`` rows of ``matrix @ query`` among rows with ``allowed[row] != 0``.
+
+    ``matrix``: float32[n, d], C-contiguous, rows L2-normalised (zero rows allowed: they score 0
+    and are still candidates). ``query``: float32[d], L2-normalised. ``allowed``: uint8[n].
+    Returns ``(scores float64[m], rows int64[m])``, ``m = min(k, number of allowed rows)``,
+    by score descending then row ascending. Same input, same output bits, every call. Releases
+    the GIL; O(n * d). Raises ValueError on a shape or dtype mismatch.
+    """
+    if matrix.ndim != 2 or matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
+        raise ValueError(
+            f"matrix must be a C-contiguous float32 [n, d] array, got {matrix.dtype} "
+            f"with shape {matrix.shape}"
+        )
+    n, d = matrix.shape
+    if query.shape != (d,) or query.dtype != np.float32 or not query.flags.c_contiguous:
+        raise ValueError(
+            f"query must be a contiguous float32 [{d}] array, got {query.dtype} "
+            f"with shape {query.shape}"
+        )
+    if allowed.shape != (n,) or allowed.dtype != np.uint8:
+        raise ValueError(
+            f"allowed must be a uint8 [{n}] array, got {allowed.dtype} with shape {allowed.shape}"
+        )
+    result: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] = _cosine_topk(
+        matrix, query, allowed, int(k), LANES
+    )
+    return result
+
+
+def l2_normalise_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit L2 norm as a new C-contiguous float32 [n, d] array.
+
+    Norms are computed in float64; zero rows stay zero. Deterministic (plain numpy).
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {m.shape}")
+    norms = np.sqrt(np.sum(m * m, axis=1))
+    out = np.zeros(m.shape, dtype=np.float32)
+    nz = norms > 0.0
+    out[nz] = (m[nz] / norms[nz, None]).astype(np.float32)
+    return out
+
+
+def l2_normalise(vec: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """A vector scaled to unit L2 norm as a new float32 [d] array; a zero vector stays zero."""
+    v = np.asarray(vec, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"expected a 1-D array, got shape {v.shape}")
+    return l2_normalise_rows(v.reshape(1, -1)).reshape(-1)

@@ -1,0 +1,91 @@
+"""The one numba decorator every kernel uses, and the warm-up the engine runs at open.
+
+Every kernel is compiled with ``nogil=True`` (a worker thread runs it while the event loop goes
+on) and ``cache=True`` (the first compile of all kernels takes tens of seconds on a 2-core machine;
+loading them from numba's on-disk cache takes a fraction of a second). There is deliberately no
+``fastmath`` and no ``parallel``: scores must be bit-for-bit reproducible, and both options let
+the compiler reorder floating-point sums.
+
+With ``NUMBA_DISABLE_JIT=1`` numba's ``njit`` hands the Python function back unchanged, so every
+kernel runs as plain Python over numpy arrays (slow, but the same results; the test-suite runs in
+that mode too). Kernels therefore use only constructs that also work as plain Python: no numba
+typed containers, no ``numba.prange``.
+
+Cache caveat: numba keys a cached kernel on its own source file only. A kernel that calls a jitted
+helper from another module (``cosine`` uses ``topk``'s helpers) keeps a stale compiled copy after
+that helper's file changes until its own file changes too; delete ``hmsengine/kernels/__pycache__``
+after editing a helper during development.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_njit = functools.partial(numba.njit, nogil=True, cache=True)
+
+
+def jit(func: F) -> F:
+    """Compile ``func`` as a kernel: nopython, ``nogil=True``, ``cache=True``, no fastmath.
+
+    Typed as the identity so that the kernel's own annotations reach mypy.
+    """
+    return cast(F, _njit(func))
+
+
+def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    out = []
+    for a in arrays:
+        b = a.copy()
+        b.flags.writeable = False
+        out.append(b)
+    return tuple(out)
+
+
+def warm_up() -> None:
+    """Call every kernel once on tiny arrays so that no real query pays for a compile.
+
+    Compiles (or loads from numba's cache) the specialisations the engine uses: postings arrays
+    (offsets, doc_ids, tfs/values) and the cosine matrix both writable and read-only (as they are
+    when viewed over a ``bytes`` buffer or a read-only memory map); every other argument writable,
+    with the dtypes the kernels document. A call with any other dtype or layout compiles a new
+    specialisation on first use (seconds). Blocking and CPU-bound: run it in a worker thread.
+    """
+    # Imported here: the kernel modules import ``jit`` from this module.
+    from hmsengine.kernels import bm25, cosine, ngram, topk
+
+    n_docs = 3
+    offsets = np.array([0, 2, 3], dtype=np.int64)
+    doc_ids = np.array([0, 2, 1], dtype=np.int32)
+    tfs = np.array([1.0, 2.0, 1.0], dtype=np.float32)
+    norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
+    term_ids = np.array([0, 1], dtype=np.int32)
+    weights = np.array([1.0, 0.5], dtype=np.float64)
+    allowed = np.ones(n_docs, dtype=np.uint8)
+    docs = np.array([0, 1], dtype=np.int32)
+    acc, seen, touched = bm25.new_scratch(n_docs)
+    for off, ids, vals in ((offsets, doc_ids, tfs), _readonly(offsets, doc_ids, tfs)):
+        n = bm25.bm25_accumulate(
+            off, ids, vals, norms, term_ids, weights, allowed, acc, seen, touched, 0
+        )
+        topk.topk_touched(acc, seen, touched, n, 2, 0)
+        n = bm25.sparse_accumulate(
+            off, ids, vals, term_ids, weights, allowed, acc, seen, touched, 0
+        )
+        topk.reset_touched(acc, seen, touched, n)
+        bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
+        bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
+    bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
+    indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
+    ngram.csr_transpose(indptr, indices, values, 64)
+    ngram.ngram_query("warm", 64)
+    matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
+    query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
+    for m in (matrix, *_readonly(matrix)):
+        cosine.cosine_topk(m, query, allowed, 2)

@@ -1,0 +1,218 @@
+"""search_documents: BM25 exactness, fusion, filters, snapshot isolation, determinism, bad input."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hmsengine import Engine, InvalidRequest
+from hmsengine.index.analyzer import get_analyzer
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+
+
+def reference_bm25(docs: dict[str, str], query: str, analyzer: str = "simple") -> dict[str, float]:
+    """Plain-Python BM25 of API.md over the live documents."""
+    an = get_analyzer(analyzer)
+    toks = {i: an.tokenize(t) for i, t in docs.items()}
+    n = len(toks)
+    avgdl = sum(len(t) for t in toks.values()) / n if n else 1.0
+    q = Counter(an.query_terms(query))
+    scores: dict[str, float] = {}
+    for i, terms in toks.items():
+        tf = Counter(terms)
+        s = 0.0
+        matched = False
+        for term, mult in sorted(q.items()):
+            df = sum(1 for t in toks.values() if term in t)
+            if tf[term]:
+                matched = True
+                idf = math.log1p((n - df + 0.5) / (df + 0.5))
+                norm = 1.2 * (1 - 0.75 + 0.75 * len(terms) / avgdl)
+                s += idf * mult * tf[term] * 2.2 / (tf[term] + norm)
+        if matched:
+            scores[i] = s
+    return scores
+
+
+@settings(max_examples=40)
+@given(
+    docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=12), min_size=1, max_size=25),
+    deletes=st.lists(st.integers(0, 24), max_size=5),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+)
+async def test_bm25_matches_reference(docs, deletes, query):
+    """BM25 scores equal a plain reference over live docs (after deletes), ties by commit order."""
+    async with Engine.open(None, analyzer="simple") as engine:
+        live = {}
+        for i, words in enumerate(docs):
+            await engine.put_document(f"d{i}", " ".join(words))
+            live[f"d{i}"] = " ".join(words)
+        for d in deletes:
+            if await engine.delete_document(f"d{d}"):
+                del live[f"d{d}"]
+        if not live:
+            return
+        hits = await engine.search_documents(" ".join(query), k=1000)
+        ref = reference_bm25(live, " ".join(query))
+        assert {h.id for h in hits} == set(ref)
+        for h in hits:
+            assert h.score == pytest.approx(ref[h.id], rel=1e-12, abs=1e-12)
+            assert h.lexical == h.score and h.semantic is None
+        order = [(-h.score, int(h.id[1:])) for h in hits]
+        assert order == sorted(order)
+
+
+async def test_segment_layout_does_not_change_scores():
+    """The same content scores bit-for-bit the same in the tail, folded, and after reopen."""
+    rng = random.Random(7)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 15))) for _ in range(600)]
+    async with Engine.open(None) as engine:
+        for i, t in enumerate(texts):
+            await engine.put_document(f"d{i}", t)
+        tail = await engine.search_documents("alpha hotel india", k=50)
+        await trio.sleep(0.2)  # let the builder fold the tail into segments
+        assert not engine._indexer.snapshot.tail
+        folded = await engine.search_documents("alpha hotel india", k=50)
+    assert tail == folded
+
+
+async def test_results_identical_after_reopen(disk_path):
+    """A reopened store (index rebuilt) returns identical hits and scores."""
+    rng = random.Random(3)
+    async with Engine.open(disk_path) as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": " ".join(rng.choices(WORDS, k=8))}
+                                    for i in range(300)])
+        for i in range(0, 300, 7):
+            await engine.delete_document(f"d{i}")
+        before = await engine.search_documents("bravo delta golf", k=20, semantic="ngram")
+    async with Engine.open(disk_path) as engine:
+        after = await engine.search_documents("bravo delta golf", k=20, semantic="ngram")
+    assert before == after and len(before) == 20
+
+
+async def test_read_your_writes_in_search(store_path):
+    """A document is searchable the moment its put returns; gone the moment its delete returns."""
+    async with Engine.open(store_path) as engine:
+        await engine.put_document("x", "zanzibar marmalade")
+        assert [h.id for h in await engine.search_documents("zanzibar")] == ["x"]
+        await engine.put_document("x", "something else entirely")
+        assert await engine.search_documents("zanzibar") == []
+        await engine.delete_document("x")
+        assert await engine.search_documents("something") == []
+
+
+async def test_filters_restrict_before_ranking():
+    """ids / metadata return the true top k among matching docs, even when they rank low."""
+    async with Engine.open(None) as engine:
+        items = [{"id": f"strong{i}", "text": "apple apple apple", "metadata": {"tier": "a"}}
+                 for i in range(50)]
+        items += [{"id": f"weak{i}", "text": "apple " + "filler " * (i + 5),
+                   "metadata": {"tier": "b", "n": i}} for i in range(5)]
+        await engine.put_documents(items)
+        hits = await engine.search_documents("apple", k=3, metadata={"tier": "b"})
+        assert [h.id for h in hits] == ["weak0", "weak1", "weak2"]
+        hits = await engine.search_documents("apple", k=10, ids=["weak4", "strong3", "nope"])
+        assert [h.id for h in hits] == ["strong3", "weak4"]
+        assert await engine.search_documents("apple", metadata={"tier": "z"}) == []
+        assert await engine.search_documents("apple", ids=[]) == []
+        assert await engine.search_documents("apple", metadata={"tier": "b", "n": 2}) != []
+        # The filtered path scores exactly like the unfiltered one.
+        everything = {h.id: h.score for h in await engine.search_documents("apple", k=100)}
+        for h in await engine.search_documents("apple", k=5, metadata={"tier": "b"}):
+            assert h.score == everything[h.id]
+
+
+async def test_embedding_fusion_and_ngram():
+    """Cosine and n-gram signals are fused by weighted RRF; each hit carries both scores."""
+    async with Engine.open(None) as engine:
+        await engine.put_document("a", "red apples", embedding=[1.0, 0.0])
+        await engine.put_document("b", "green apples", embedding=[0.0, 1.0])
+        await engine.put_document("c", "bananas", embedding=[0.6, 0.8])
+        hits = await engine.search_documents("apples", embedding=[0.0, 1.0], k=3)
+        assert hits[0].id == "b" and hits[0].semantic == pytest.approx(1.0)
+        # b ties a lexically and ranks second there (ties by commit order), first by cosine.
+        assert hits[0].score == pytest.approx(1 / 62 + 1 / 61)
+        only_semantic = await engine.search_documents("apples", embedding=[0.6, 0.8], k=3,
+                                                      lexical_weight=0.0)
+        assert only_semantic[0].id == "c"
+        fuzzy = await engine.search_documents("banana", semantic="ngram", k=3)
+        assert fuzzy[0].id == "c" and fuzzy[0].lexical is not None and fuzzy[0].semantic > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"k": 0}, {"k": 1001}, {"k": "3"}, {"k": True},
+        {"embedding": [1.0, float("nan")]}, {"embedding": [1.0, 2.0, 3.0]},
+        {"semantic": "dense"}, {"lexical_weight": -1.0}, {"semantic_weight": float("inf")},
+        {"ids": "abc"}, {"metadata": [1]},
+    ],
+)
+async def test_bad_search_input(kwargs):
+    """Out-of-range k, bad embeddings, unknown semantic modes, bad filters: InvalidRequest."""
+    async with Engine.open(None) as engine:
+        await engine.put_document("a", "text", embedding=[1.0, 0.0])
+        with pytest.raises(InvalidRequest):
+            await engine.search_documents("text", **kwargs)
+    with pytest.raises(InvalidRequest):
+        async with Engine.open(None) as engine:
+            await engine.search_documents(42)
+
+
+async def test_snapshot_isolation_under_concurrent_writes():
+    """16 searchers while a writer commits: each result equals some committed revision's result,
+    no older than the revision acknowledged before the search began."""
+    rng = random.Random(11)
+    async with Engine.open(None, analyzer="simple") as engine:
+        history: dict[int, dict[str, str]] = {0: {}}
+        live: dict[str, str] = {}
+        rounds = {"n": 0}
+        done = {"writer": False}
+        bad = []
+
+        async def writer():
+            for step in range(120):
+                batch = [{"id": f"w{step}-{j}", "text": " ".join(rng.choices(WORDS[:4], k=5))}
+                         for j in range(rng.randint(1, 4))]
+                await engine.put_documents(batch)
+                live.update({b["id"]: b["text"] for b in batch})
+                history[engine.revision] = dict(live)
+                if step % 5 == 4:
+                    victim = sorted(live)[rng.randrange(len(live))]
+                    await engine.delete_document(victim)
+                    del live[victim]
+                    history[engine.revision] = dict(live)
+                await trio.sleep(0)
+            done["writer"] = True
+
+        observed: list[tuple[int, dict[str, float]]] = []
+
+        async def searcher(k):
+            while not done["writer"] or rounds["n"] < 100:
+                floor = engine.revision
+                hits = await engine.search_documents("alpha charlie", k=1000)
+                observed.append((floor, {h.id: h.score for h in hits}))
+                rounds["n"] += 1
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer)
+            for k in range(16):
+                nursery.start_soon(searcher, k)
+        # Verified once the writer's history is complete (its bookkeeping runs after each ack).
+        refs = {rev: reference_bm25(docs, "alpha charlie") if docs else {}
+                for rev, docs in history.items()}
+        for floor, got in observed:
+            if not any(set(ref) == set(got) and all(math.isclose(ref[i], got[i], rel_tol=1e-12)
+                                                   for i in got)
+                       for rev, ref in refs.items() if rev >= floor):
+                bad.append((floor, sorted(got)))
+        assert rounds["n"] >= 100
+        assert bad == []
