@@ -11,12 +11,13 @@ from hmsengine.storage.directory import FsDirectory
 from hmsengine.storage.simulated import FaultyDirectory
 
 
-@pytest.mark.parametrize("error", [errno.EIO, errno.ENOSPC, "short"])
-@pytest.mark.parametrize("op", ["sync", "write"])
+@pytest.mark.parametrize(
+    ("op", "error"),
+    [("sync", errno.EIO), ("sync", errno.ENOSPC), ("write", errno.EIO), ("write", errno.ENOSPC),
+     ("write", "short")],
+)
 async def test_failed_io_latches_broken_and_keeps_acknowledged(disk_path, op, error):
     """The failing write raises DurabilityError, every later write too; earlier ones survive."""
-    if error == "short" and op != "write":
-        pytest.skip("a short write is a write failure")
     faulty = FaultyDirectory(FsDirectory(disk_path))
     async with Engine.open(faulty) as engine:
         for i in range(5):
@@ -66,3 +67,40 @@ async def test_concurrent_callers_of_a_failed_batch_all_fail(disk_path):
     assert outcomes.count("failed") == 16
     async with Engine.open(disk_path) as engine:
         assert (await engine.get_document("first")).text == "before the fault"
+
+
+async def test_noop_delete_answered_with_its_batch(disk_path):
+    """A delete that is a no-op only because of an earlier transaction in the same failed batch
+    reports the failure, never False for a document that still exists."""
+    import trio
+
+    faulty = FaultyDirectory(FsDirectory(disk_path))
+    outcomes: list[object] = []
+
+    async def delete(engine):
+        try:
+            outcomes.append(await engine.delete_document("x"))
+        except DurabilityError:
+            outcomes.append("failed")
+
+    async with Engine.open(faulty) as engine:
+        await engine.put_document("x", "still here")
+        faulty.arm(1, ops=("sync",))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(delete, engine)
+            nursery.start_soon(delete, engine)
+        assert outcomes == ["failed", "failed"]
+        assert await engine.has_document("x")
+
+
+async def test_oversized_batch_is_invalid_and_latches_nothing(monkeypatch):
+    """A batch over the text limit is InvalidRequest; the store keeps accepting writes."""
+    from hmsengine import InvalidRequest
+    from hmsengine.engine import values
+
+    monkeypatch.setattr(values, "MAX_BATCH_TEXT_BYTES", 1000)
+    async with Engine.open(None) as engine:
+        with pytest.raises(InvalidRequest, match="split the batch"):
+            await engine.put_documents([{"id": f"d{i}", "text": "x" * 600} for i in range(2)])
+        await engine.put_document("ok", "fine")
+        assert not engine.statistics().broken

@@ -128,3 +128,25 @@ def test_newer_frame_version_before_the_tail_is_incompatible():
                      (zlib.crc32(bytes(newer[start:start + 28])) ^ HEADER_CRC_XOR) & 0xFFFFFFFF)
     with pytest.raises(IncompatibleStore):
         run_scan(bytes(newer))
+
+
+def test_newer_frame_at_the_tail_is_refused_not_truncated():
+    """A whole valid frame from a newer format at the end is IncompatibleStore, never cut off."""
+    old, _ = build([b"a", b"b"], version=1)
+    newer = encode_frame(PLAIN, kind=KIND_TRANSACTION, sequence=3, payload=b"c", version=2,
+                         file_label=LABEL, offset=len(old))
+    with pytest.raises(IncompatibleStore):
+        run_scan(old + newer)
+
+
+def test_unknown_codec_flags_are_refused():
+    """A frame whose codec flags this build does not know is damage, not plain data."""
+    from hmsengine.storage.journal import PREFIX, HEADER_CRC_XOR
+    import zlib
+
+    frame = bytearray(encode_frame(PLAIN, kind=KIND_TRANSACTION, sequence=1, payload=b"x",
+                                   version=1, file_label=LABEL, offset=0))
+    frame[7] |= 0x04
+    struct.pack_into("<I", frame, 28, (zlib.crc32(bytes(frame[:PREFIX.size])) ^ HEADER_CRC_XOR) & 0xFFFFFFFF)
+    with pytest.raises(CorruptStore, match="codec flags"):
+        run_scan(bytes(frame))
