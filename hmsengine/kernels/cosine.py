@@ -14,12 +14,13 @@ float64 sum) in column order. The lane count is passed at run time on purpose: a
 constant LLVM unrolls the lane loop and, numba's SLP vectoriser being off by default, emits
 scalar code (12-13 ms below); as a run-time value the loop vectoriser turns it into SIMD.
 
-Measured on this 2-vCPU machine, 100,000 x 384 float32, one query, k=10, median of 30:
-faiss IndexFlatIP 1 thread 4.9 ms, faiss default (2 OpenMP threads) 12.8-14 ms,
-numpy ``matrix @ query`` 5.7-6.2 ms (OpenBLAS, 2 threads; 13.3 ms with 1 thread),
-this kernel 6.3-6.9 ms on one thread (32 float32 lanes; float64 lanes 7.2 ms; 8 scalar float64
-accumulators 11.2 ms). It releases the GIL, so a caller may split rows between two threads and
-merge with ``topk.merge_topk``.
+Measured on this 2-vCPU machine (shared and noisy), 100,000 x 384 float32, one query, k=10,
+median of 30-40 calls. Quiet: faiss-cpu 1.15 IndexFlatIP with 1 thread 4.9 ms, with its default
+2 OpenMP threads 12.8-14 ms; numpy ``matrix @ query`` 5.7-6.2 ms (OpenBLAS on 2 threads, 13.3 ms
+on 1); the dot loop of this kernel 6.3-6.9 ms on one thread (8 scalar float64 accumulators:
+11.2 ms; 32 float64 lanes: 7.2 ms). Loaded (another test-suite running), same process:
+``cosine_topk`` 7.2 ms, faiss 1 thread 9.6 ms, faiss 2 threads 40 ms. The kernel releases the
+GIL, so a caller may split the rows between two threads and merge with ``topk.merge_topk``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.jit import jit
-from hmsengine.kernels.topk import _better, topk_finish, topk_offer, worst_index
+from hmsengine.kernels.topk import ranks_before, topk_finish, topk_offer, worst_index
 
 #: float32 partial sums per row (part of the summation order, so of the exact scores).
 LANES = 32
@@ -78,7 +79,7 @@ def _cosine_topk(
         for j in range(main, d):
             s += np.float64(matrix[i, j] * query[j])
         row = np.int64(i)
-        if count == m and not _better(s, row, bar_s, bar_r):
+        if count == m and not ranks_before(s, row, bar_s, bar_r):
             continue  # cheap inline check: most rows do not beat the current k-th
         count = topk_offer(scores, rows, count, s, row)
         if count == m:

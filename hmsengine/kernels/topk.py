@@ -29,7 +29,7 @@ INSERTION_MAX = 32
 
 
 @jit
-def _better(s1: Score, d1: Doc, s2: Score, d2: Doc) -> bool | np.bool_:
+def ranks_before(s1: Score, d1: Doc, s2: Score, d2: Doc) -> bool | np.bool_:
     """True when (s1, d1) ranks before (s2, d2): higher score, then lower document number."""
     return s1 > s2 or (s1 == s2 and d1 < d2)
 
@@ -44,9 +44,9 @@ def _sift_down(
         c = 2 * i + 1
         if c >= size:
             break
-        if c + 1 < size and _better(scores[c], docs[c], scores[c + 1], docs[c + 1]):
+        if c + 1 < size and ranks_before(scores[c], docs[c], scores[c + 1], docs[c + 1]):
             c += 1  # the worse child
-        if _better(s, d, scores[c], docs[c]):
+        if ranks_before(s, d, scores[c], docs[c]):
             scores[i] = scores[c]
             docs[i] = docs[c]
             i = c
@@ -74,13 +74,13 @@ def topk_offer(
         return 0
     if m <= INSERTION_MAX:
         if count == m:
-            if not _better(score, doc, scores[m - 1], docs[m - 1]):
+            if not ranks_before(score, doc, scores[m - 1], docs[m - 1]):
                 return count
             pos = m - 1
         else:
             pos = count
             count += 1
-        while pos > 0 and _better(score, doc, scores[pos - 1], docs[pos - 1]):
+        while pos > 0 and ranks_before(score, doc, scores[pos - 1], docs[pos - 1]):
             scores[pos] = scores[pos - 1]
             docs[pos] = docs[pos - 1]
             pos -= 1
@@ -91,7 +91,7 @@ def topk_offer(
         i = count
         while i > 0:
             p = (i - 1) // 2
-            if _better(scores[p], docs[p], score, doc):
+            if ranks_before(scores[p], docs[p], score, doc):
                 scores[i] = scores[p]
                 docs[i] = docs[p]
                 i = p
@@ -100,7 +100,7 @@ def topk_offer(
         scores[i] = score
         docs[i] = doc
         return count + 1
-    if not _better(score, doc, scores[0], docs[0]):
+    if not ranks_before(score, doc, scores[0], docs[0]):
         return count
     _sift_down(scores, docs, m, score, doc)
     return count
@@ -183,7 +183,7 @@ def topk_touched(
         acc[d] = 0.0
         seen[d] = 0
         g = base + np.int64(d)
-        if count == m and not _better(s, g, bar_s, bar_d):
+        if count == m and not ranks_before(s, g, bar_s, bar_d):
             continue
         count = topk_offer(scores, docs, count, s, g)
         if count == m:
