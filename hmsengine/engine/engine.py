@@ -219,6 +219,12 @@ class Engine:
             bytes_written=c.bytes_written, checkpoints=c.checkpoints,
             records_zeroed=c.records_zeroed, embedding_dim=self._core.table.embedding_dim,
             broken=self._core.broken is not None,
+            index_segments=len(self._indexer.snapshot.segments),
+            index_tail=len(self._indexer.snapshot.tail),
+            index_documents_loaded=self._indexer.loaded_documents,
+            index_documents_tokenized=self._indexer.rebuilt_documents,
+            index_segments_rejected=self._indexer.segments_rejected,
+            index_merges=self._indexer.merges,
         )
 
     @property
@@ -263,7 +269,8 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     if core.table.embedding_dim is None:
         core.table.embedding_dim = recorded
     send, receive = trio.open_memory_channel[WriteRequest](MAILBOX_SIZE)
-    indexer = Indexer(core, get_analyzer(core.format.analyzer))
+    indexer = Indexer(core, get_analyzer(core.format.analyzer),
+                      persistent=not isinstance(directory, MemoryDirectory))
     writer = WriterActor(core, receive, indexer)
     engine = Engine(core, send, writer, indexer, clock)
     try:
@@ -285,5 +292,8 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
         except BaseExceptionGroup as group:
             raise_single(group)
     finally:
-        with trio.CancelScope(shield=True), map_errors("closing the store"):
-            await trio.to_thread.run_sync(core.close)
+        with trio.CancelScope(shield=True):
+            # The index is derived: persisting it is best effort (a failure is counted).
+            await indexer.persist_now()
+            with map_errors("closing the store"):
+                await trio.to_thread.run_sync(core.close)

@@ -21,10 +21,13 @@ import attrs
 import numpy as np
 import trio
 
+from ..errors import HmsError, map_errors
+from ..index import persist
 from ..index.analyzer import Analyzer
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
 from .store import StoreCore
+from .state import doc_key
 from .txn import StoredOp, StoredPut
 
 MAX_SEGMENTS = 10
@@ -34,21 +37,28 @@ FOLD_IDLE_SECONDS = 0.05
 MERGE_WINDOW = 4
 REBUILD_CHUNK = 20_000
 DEAD_FRACTION_TO_REWRITE = 0.3
+# Persist segments in the background once this many indexed documents are not on disk.
+PERSIST_AT = 50_000
 
 
 class Indexer:
-    def __init__(self, core: StoreCore, analyzer: Analyzer) -> None:
+    def __init__(self, core: StoreCore, analyzer: Analyzer, *, persistent: bool) -> None:
         self._core = core
+        self._persistent = persistent
+        self._persisted: dict[Segment, str] = {}
+        self._file_counter = 0
+        self.loaded_documents = 0
+        self.segments_rejected = 0
         self.analyzer = analyzer
         self.dim = core.format.dim
         self.snapshot: Snapshot = EMPTY
         self.docnum_of: dict[str, int] = {}
-        self._next_docnum = 0
         self._wake = trio.Event()
         self._meta: dict[tuple[str, str], set[str]] | None = None
         self._cancel = trio.CancelScope()
         self.merges = 0
         self.folds = 0
+        self.persist_failures = 0
         self.rebuilt_documents = 0
 
     # -- per commit (event loop, before the writer replies) --------------------------------
@@ -62,26 +72,30 @@ class Indexer:
         )
         return attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64))
 
-    def install(self, revision: int, stored: Sequence[Sequence[StoredOp]]) -> None:
-        """Publish the snapshot of ``revision``: O(changes), no tokenizing on the write path."""
+    def install(self, revision: int, batch: Sequence[tuple[int, Sequence[StoredOp]]]) -> None:
+        """Publish the snapshot of ``revision``: O(changes), no tokenizing on the write path.
+
+        ``batch`` holds each committed transaction's sequence and operations, in commit order.
+        """
         snap = self.snapshot
         dead_folded: list[int] = []
         tail = list(snap.tail)
         tail_dead = set(snap.tail_dead)
-        first_tail = tail[0].docnum if tail else self._next_docnum
-        for ops in stored:
-            for op in ops:
+        first_tail = tail[0].docnum if tail else None
+        for sequence, ops in batch:
+            for position, op in enumerate(ops):
                 old = self.docnum_of.pop(op.id, None)
                 if old is not None:
-                    if old >= first_tail:
+                    if first_tail is not None and old >= first_tail:
                         tail_dead.add(old)
                     else:
                         dead_folded.append(old)
                 if isinstance(op, StoredPut):
-                    self.docnum_of[op.id] = self._next_docnum
-                    tail.append(TailDoc(docnum=self._next_docnum, id=op.id, text=op.text,
-                                        embedding=op.embedding))
-                    self._next_docnum += 1
+                    key = doc_key(sequence, position)
+                    self.docnum_of[op.id] = key
+                    tail.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
+                    if first_tail is None:
+                        first_tail = key
                 self._meta_update(op)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         self.snapshot = Snapshot(revision=revision, segments=segments, tail=tuple(tail),
@@ -126,22 +140,126 @@ class Indexer:
     # -- rebuild at open -------------------------------------------------------------------
 
     async def rebuild(self) -> None:
-        """Index every live document (at open), in chunks, in worker threads."""
+        """Build the index at open: load persisted segments, re-index only what they lack.
+
+        A persisted document counts only if the table still holds exactly that version (same
+        version key); every other document of the table is tokenized again, in chunks, in worker
+        threads. Segments are then made non-overlapping in document-number order, so ranking
+        ties come out as a full rebuild would give them.
+        """
         table = self._core.table
-        entries = sorted(table.entries.items(), key=lambda item: item[1].revision)
-        segments: list[SegmentView] = []
-        for start in range(0, len(entries), REBUILD_CHUNK):
-            chunk = entries[start:start + REBUILD_CHUNK]
+        views: list[SegmentView] = []
+        if self._persistent:
+            loaded = await trio.to_thread.run_sync(self._load_persisted)
+            for segment, file in loaded:
+                dead = []
+                for local, (doc_id, key) in enumerate(zip(segment.ids, segment.docnums, strict=True)):
+                    entry = table.get(doc_id)
+                    if entry is None or entry.key != int(key) or doc_id in self.docnum_of:
+                        dead.append(local)
+                    else:
+                        self.docnum_of[doc_id] = int(key)
+                view = SegmentView.fresh(segment)
+                view = view.without(dead) if dead else view
+                if view.n_live:
+                    views.append(view)
+                    self._persisted[segment] = file
+                self.loaded_documents += view.n_live
+        missing = sorted(((i, e) for i, e in table.entries.items() if i not in self.docnum_of),
+                         key=lambda item: item[1].key)
+        for start in range(0, len(missing), REBUILD_CHUNK):
+            chunk = missing[start:start + REBUILD_CHUNK]
             segment = await trio.to_thread.run_sync(self._build_chunk, chunk, table.embedding_dim)
-            base = self._next_docnum
-            segment = attrs.evolve(segment, docnums=np.arange(base, base + segment.n_docs, dtype=np.int64))
-            for offset, (doc_id, _) in enumerate(chunk):
-                self.docnum_of[doc_id] = base + offset
-            self._next_docnum += segment.n_docs
-            segments.append(SegmentView.fresh(segment))
+            segment = attrs.evolve(segment, docnums=np.asarray([e.key for _, e in chunk], dtype=np.int64))
+            for doc_id, entry in chunk:
+                self.docnum_of[doc_id] = entry.key
+            views.append(SegmentView.fresh(segment))
             self.rebuilt_documents += len(chunk)
-        self.snapshot = Snapshot(revision=table.revision, segments=tuple(segments),
+        views = await self._disjoint(views)
+        self.snapshot = Snapshot(revision=table.revision, segments=tuple(views),
                                  build_tail=self.build_tail)
+        if self._persistent and self.rebuilt_documents >= PERSIST_AT:
+            self._wake.set()  # persist soon, so the next open need not tokenize them again
+
+    async def _disjoint(self, views: list[SegmentView]) -> list[SegmentView]:
+        """Views sorted by document number, overlapping ones merged (rare: damaged segments)."""
+        views.sort(key=lambda v: v.segment.first)
+        out: list[list[SegmentView]] = []
+        last = -1
+        for view in views:
+            if out and view.segment.first <= last:
+                out[-1].append(view)
+            else:
+                out.append([view])
+            last = max(last, int(view.segment.docnums[-1]))
+        result = []
+        for group in out:
+            if len(group) == 1:
+                result.append(group[0])
+                continue
+            edim = self._core.table.embedding_dim
+            merged = await trio.to_thread.run_sync(lambda g=group: merge_segments(
+                [v.segment for v in g], [v.live for v in g], dim=self.dim, embedding_dim=edim))
+            result.append(SegmentView.fresh(merged))
+        return result
+
+    # -- persistence (worker threads) --------------------------------------------------------
+
+    def _load_persisted(self) -> list[tuple[Segment, str]]:
+        core = self._core
+        files = persist.read_manifest(core.directory, core.generation,
+                                      analyzer=self.analyzer.name, dim=self.dim)
+        out = []
+        for file in files:
+            segment = persist.load_segment(core.directory, core.generation, file, core.codec)
+            if segment is None:
+                self.segments_rejected += 1
+            else:
+                out.append((segment, file))
+            number = int(file[4:12]) if file[4:12].isdigit() else 0
+            self._file_counter = max(self._file_counter, number)
+        return out
+
+    def _persist(self, segments: list[Segment]) -> None:
+        """Write the segments not yet on disk, then the manifest, then drop unlisted files."""
+        core = self._core
+        folder = f"{core.generation}/{persist.INDEX_DIR}"
+        core.directory.makedirs(folder)
+        files = []
+        for segment in segments:
+            file = self._persisted.get(segment)
+            if file is None:
+                self._file_counter += 1
+                file = f"seg-{self._file_counter:08d}.hsi"
+                core.directory.atomic_write(f"{folder}/{file}",
+                                            persist.encode_segment(segment, core.codec, file))
+                self._persisted[segment] = file
+            files.append(file)
+        persist.write_manifest(core.directory, core.generation, files,
+                               analyzer=self.analyzer.name, dim=self.dim)
+        listed = set(files) | {"MANIFEST"}
+        for name in core.directory.listdir(folder):
+            if name not in listed:
+                core.directory.remove(f"{folder}/{name}")
+        live = set(segments)
+        self._persisted = {seg: f for seg, f in self._persisted.items() if seg in live}
+
+    def _unpersisted_documents(self) -> int:
+        return sum(v.segment.n_docs for v in self.snapshot.segments if v.segment not in self._persisted)
+
+    async def persist_now(self) -> None:
+        """Fold the tail and persist every segment (at close). Failures are not fatal: the
+        index is derived, and the next open re-indexes what is missing."""
+        if not self._persistent:
+            return
+        if self.snapshot.tail:
+            await self._fold()
+        segments = [v.segment for v in self.snapshot.segments]
+        try:
+            with map_errors("persisting the index"):
+                await trio.to_thread.run_sync(self._persist, segments)
+        except HmsError:
+            self.persist_failures += 1
 
     def _build_chunk(self, chunk: list[tuple[str, object]], embedding_dim: int | None) -> Segment:
         core = self._core
@@ -182,6 +300,13 @@ class Indexer:
                     await self._fold()
                 while (window := self._pick()) is not None:
                     await self._merge(*window)
+                if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
+                    segments = [v.segment for v in self.snapshot.segments]
+                    try:
+                        with map_errors("persisting the index"):
+                            await trio.to_thread.run_sync(self._persist, segments)
+                    except HmsError:
+                        self.persist_failures += 1
 
     async def _fold(self) -> None:
         tail = self.snapshot.tail

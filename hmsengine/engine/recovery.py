@@ -24,7 +24,7 @@ from ..errors import CorruptStore, map_errors
 from ..storage.journal import KIND_CHECKPOINT, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
-from .state import DocEntry
+from .state import DocEntry, doc_key
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
 
@@ -69,11 +69,11 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         if dim is not None:
             table.embedding_dim = dim
         rev = frame.sequence
-        for op in ops:
+        for position, op in enumerate(ops):
             if isinstance(op, StoredPut):
                 record_end = max(record_end, op.offset + op.length)
                 old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
-                                                op.embedding, rev))
+                                                op.embedding, rev, doc_key(rev, position)))
                 if op.offset + op.length > text_synced:
                     unsynced[op.id] = op
                 else:

@@ -10,19 +10,30 @@ from __future__ import annotations
 import numpy as np
 
 
+# A document version's key: its place in the commit order (revision, then position in the
+# transaction; a transaction holds at most 10,000 operations). The search index uses it as the
+# document number, so ties rank by commit order whatever the index's history.
+KEY_STRIDE = 1 << 14
+
+
+def doc_key(revision: int, position: int) -> int:
+    return revision * KEY_STRIDE + position
+
+
 class DocEntry:
     """Where one live document's text is, and its metadata and embedding."""
 
-    __slots__ = ("crc", "embedding", "length", "metadata_json", "offset", "revision")
+    __slots__ = ("crc", "embedding", "key", "length", "metadata_json", "offset", "revision")
 
     def __init__(self, offset: int, length: int, crc: int, metadata_json: str | None,
-                 embedding: np.ndarray | None, revision: int) -> None:
+                 embedding: np.ndarray | None, revision: int, key: int) -> None:
         self.offset = offset
         self.length = length
         self.crc = crc
         self.metadata_json = metadata_json
         self.embedding = embedding
         self.revision = revision
+        self.key = key
 
 
 class DocTable:

@@ -78,6 +78,12 @@ class EngineStatistics:
     records_zeroed: int
     embedding_dim: int | None
     broken: bool
+    index_segments: int = 0
+    index_tail: int = 0
+    index_documents_loaded: int = 0
+    index_documents_tokenized: int = 0
+    index_segments_rejected: int = 0
+    index_merges: int = 0
 
 
 @attrs.frozen(kw_only=True)

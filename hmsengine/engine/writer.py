@@ -23,7 +23,7 @@ import trio
 from ..errors import DurabilityError, HmsError, InvalidRequest
 from .actor import ReplySlot
 from .indexer import Indexer
-from .state import DocEntry
+from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
 from .values import DeleteOp, DeleteResult, PutOp, PutResult
@@ -150,7 +150,8 @@ class WriterActor:
                     request.slot.set_error(error)
                 return
             applied = self._apply(planned, stored)
-            self._indexer.install(core.table.revision, stored)
+            self._indexer.install(core.table.revision,
+                                  [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)])
             try:
                 await self._zero(applied)
             except HmsError as exc:
@@ -183,10 +184,11 @@ class WriterActor:
         for txn, ops in zip(planned, stored, strict=True):
             if txn.fixes_embedding_dim is not None:
                 table.embedding_dim = txn.fixes_embedding_dim
-            for op in ops:
+            for position, op in enumerate(ops):
                 if isinstance(op, StoredPut):
                     old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
-                                                    op.embedding, txn.sequence))
+                                                    op.embedding, txn.sequence,
+                                                    doc_key(txn.sequence, position)))
                     self._unsynced_bytes += op.length
                 else:
                     old = table.delete(op.id)

@@ -143,43 +143,51 @@ def _merge_postings(parts: Sequence[tuple[Postings, I64, I64]], n_columns: int) 
 
 def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int,
                    embedding_dim: int | None) -> Segment:
-    """One segment holding the live documents of ``segments`` (given in docnum order)."""
+    """One segment holding the live documents of ``segments``, ordered by document number.
+
+    The inputs may interleave (segments rebuilt at open can overlap persisted ones): documents
+    are placed by their global number, so the result is the same whatever the input order.
+    """
     vocab: dict[str, int] = {}
     for seg in segments:
         for term in seg.vocab:
             if term not in vocab:
                 vocab[term] = len(vocab)
+    keeps = [live[: seg.n_docs].astype(bool) for seg, live in zip(segments, lives, strict=True)]
+    keys = np.concatenate([seg.docnums[k] for seg, k in zip(segments, keeps, strict=True)]) \
+        if segments else np.zeros(0, np.int64)
+    perm = np.argsort(keys, kind="stable")
+    rank = np.empty(perm.size, dtype=np.int64)
+    rank[perm] = np.arange(perm.size, dtype=np.int64)
     term_parts, gram_parts = [], []
     ids: list[str] = []
-    docnums, lens, has, rows = [], [], [], []
-    next_local = 0
-    for seg, live in zip(segments, lives, strict=True):
-        keep = live[: seg.n_docs].astype(bool)
+    lens, has, rows = [], [], []
+    start = 0
+    for seg, keep in zip(segments, keeps, strict=True):
+        count = int(keep.sum())
         docmap = np.full(seg.n_docs, -1, dtype=np.int64)
-        docmap[keep] = np.arange(next_local, next_local + int(keep.sum()), dtype=np.int64)
-        next_local += int(keep.sum())
+        docmap[keep] = rank[start:start + count]
+        start += count
         colmap = np.empty(len(seg.vocab), dtype=np.int64)
         for term, local in seg.vocab.items():
             colmap[local] = vocab[term]
         term_parts.append((seg.terms, colmap, docmap))
         gram_parts.append((seg.ngrams, np.arange(dim, dtype=np.int64), docmap))
         ids.extend(i for i, k in zip(seg.ids, keep, strict=True) if k)
-        docnums.append(seg.docnums[keep])
         lens.append(seg.doc_lens[keep])
         has.append(seg.has_embedding[keep])
         if embedding_dim is not None:
             rows.append(seg.embeddings[keep] if seg.embeddings is not None
-                        else np.zeros((int(keep.sum()), embedding_dim), dtype=np.float32))
+                        else np.zeros((count, embedding_dim), dtype=np.float32))
     terms = _merge_postings(term_parts, len(vocab))
     n = len(ids)
-    has_arr = np.concatenate(has) if has else np.zeros(0, np.uint8)
+    has_arr = np.concatenate(has)[perm] if has else np.zeros(0, np.uint8)
     matrix = None
     if embedding_dim is not None and has_arr.any():
-        matrix = np.ascontiguousarray(np.concatenate(rows), dtype=np.float32)
+        matrix = np.ascontiguousarray(np.concatenate(rows)[perm], dtype=np.float32)
     return Segment(
-        ids=tuple(ids), docnums=np.concatenate(docnums) if docnums else np.zeros(0, np.int64),
-        vocab=vocab, terms=terms,
-        doc_lens=np.concatenate(lens).astype(np.int32) if lens else np.zeros(0, np.int32),
+        ids=tuple(ids[i] for i in perm), docnums=keys[perm], vocab=vocab, terms=terms,
+        doc_lens=(np.concatenate(lens)[perm] if lens else np.zeros(0, np.int32)).astype(np.int32),
         df=np.diff(terms.offsets).astype(np.int64), forward=_forward(terms, n),
         ngrams=_merge_postings(gram_parts, dim), embeddings=matrix, has_embedding=has_arr,
     )

@@ -1,0 +1,167 @@
+"""Persisted index segments: disposable, checksummed copies so a reopen need not re-tokenize.
+
+Files, under the live generation's directory::
+
+    index/MANIFEST             which segment files make up the persisted index (atomic replace)
+    index/seg-NNNNNNNN.hsi     one immutable segment each (written once, atomically)
+
+A segment file is the codec-encoded payload followed by a 28-byte footer (little-endian)::
+
+    offset size  field
+    0      4     magic          b"HMSI"
+    4      2     format version
+    6      1     codec flags    (storage/codec.py)
+    7      1     kind           1 = segment
+    8      8     stored length  bytes of payload before the footer
+    16     4     payload crc32  over the stored payload
+    20     4     reserved       zero
+    24     4     footer crc32   over bytes 0..24, xor FOOTER_CRC_XOR
+
+The decoded payload is ``u32 header length``, a JSON header (``n_docs``, ``ids``, ``vocab`` in
+term-id order, and for each array its dtype, shape and offset), then the arrays' raw bytes,
+each starting on an 8-byte boundary.
+
+Nothing here is a source of truth: the journal is. A damaged, missing or unreadable file is
+rejected (never trusted) and its documents are re-indexed from the document table; a document
+whose stored version changed since the segment was written is simply marked dead in it (the
+engine compares each document's version key).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptStore, HmsError
+from ..storage.codec import Codec
+from ..storage.directory import Directory
+from .segment import Postings, Segment
+
+MAGIC = b"HMSI"
+FOOTER = struct.Struct("<4sHBBQIII")
+FOOTER_SIZE = FOOTER.size  # 28
+FOOTER_CRC_XOR = 0x1D3C5EA1
+VERSION = 1
+INDEX_DIR = "index"
+MANIFEST = "index/MANIFEST"
+
+_ARRAYS = (
+    ("docnums", lambda s: s.docnums), ("term_offsets", lambda s: s.terms.offsets),
+    ("term_docs", lambda s: s.terms.doc_ids), ("term_tfs", lambda s: s.terms.values),
+    ("doc_lens", lambda s: s.doc_lens), ("df", lambda s: s.df),
+    ("fwd_offsets", lambda s: s.forward.offsets), ("fwd_terms", lambda s: s.forward.doc_ids),
+    ("fwd_values", lambda s: s.forward.values), ("gram_offsets", lambda s: s.ngrams.offsets),
+    ("gram_docs", lambda s: s.ngrams.doc_ids), ("gram_values", lambda s: s.ngrams.values),
+    ("has_embedding", lambda s: s.has_embedding), ("embeddings", lambda s: s.embeddings),
+)
+
+
+def _aad(name: str) -> bytes:
+    return b"index|" + name.encode() + b"|" + str(VERSION).encode()
+
+
+def encode_segment(segment: Segment, codec: Codec, name: str) -> bytes:
+    """The bytes of a segment file named ``name`` (relative to the generation)."""
+    blobs: list[bytes] = []
+    arrays: dict[str, list[Any]] = {}
+    offset = 0
+    for key, get in _ARRAYS:
+        array = get(segment)
+        if array is None:
+            continue
+        data = np.ascontiguousarray(array).tobytes()
+        arrays[key] = [array.dtype.str, list(array.shape), offset]
+        pad = (-len(data)) % 8
+        blobs.append(data + bytes(pad))
+        offset += len(data) + pad
+    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
+    header = json.dumps({"n_docs": segment.n_docs, "ids": list(segment.ids), "vocab": vocab,
+                         "arrays": arrays}, ensure_ascii=False, separators=(",", ":")).encode()
+    raw = struct.pack("<I", len(header)) + header + bytes((-len(header) - 4) % 8) + b"".join(blobs)
+    flags, stored = codec.encode(raw, aad=_aad(name))
+    prefix = struct.pack("<4sHBBQII", MAGIC, VERSION, flags, 1, len(stored),
+                         zlib.crc32(stored) & 0xFFFFFFFF, 0)
+    crc = (zlib.crc32(prefix) ^ FOOTER_CRC_XOR) & 0xFFFFFFFF
+    return stored + prefix + struct.pack("<I", crc)
+
+
+def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
+    """Decode and verify a segment file; any damage raises :class:`CorruptStore`."""
+    if len(data) < FOOTER_SIZE:
+        raise CorruptStore("index segment shorter than its footer", file=where)
+    footer = data[-FOOTER_SIZE:]
+    magic, version, flags, kind, length, crc, _reserved, fcrc = FOOTER.unpack(footer)
+    if magic != MAGIC or (zlib.crc32(footer[:24]) ^ FOOTER_CRC_XOR) & 0xFFFFFFFF != fcrc:
+        raise CorruptStore("index segment footer is damaged", file=where)
+    if version != VERSION or kind != 1 or length != len(data) - FOOTER_SIZE:
+        raise CorruptStore(f"index segment of version {version}, kind {kind}, bad length", file=where)
+    stored = data[:length]
+    if zlib.crc32(stored) & 0xFFFFFFFF != crc:
+        raise CorruptStore("index segment fails its checksum", file=where)
+    raw = codec.decode(flags, stored, aad=_aad(name), where=where, offset=0)
+    try:
+        (hlen,) = struct.unpack_from("<I", raw, 0)
+        header = json.loads(raw[4:4 + hlen])
+        base = 4 + hlen + (-hlen - 4) % 8
+        arrays: dict[str, np.ndarray] = {}
+        for key, (dtype, shape, off) in header["arrays"].items():
+            count = int(np.prod(shape)) if shape else 1
+            arrays[key] = np.frombuffer(raw, dtype=np.dtype(dtype), count=count,
+                                        offset=base + off).reshape(shape).copy()
+        n = int(header["n_docs"])
+        ids = tuple(header["ids"])
+        if len(ids) != n or arrays["docnums"].shape != (n,):
+            raise ValueError("document count mismatch")
+        return Segment(
+            ids=ids, docnums=arrays["docnums"],
+            vocab={term: i for i, term in enumerate(header["vocab"])},
+            terms=Postings(offsets=arrays["term_offsets"], doc_ids=arrays["term_docs"],
+                           values=arrays["term_tfs"]),
+            doc_lens=arrays["doc_lens"], df=arrays["df"],
+            forward=Postings(offsets=arrays["fwd_offsets"], doc_ids=arrays["fwd_terms"],
+                             values=arrays["fwd_values"]),
+            ngrams=Postings(offsets=arrays["gram_offsets"], doc_ids=arrays["gram_docs"],
+                            values=arrays["gram_values"]),
+            embeddings=arrays.get("embeddings"), has_embedding=arrays["has_embedding"],
+        )
+    except (KeyError, ValueError, TypeError, struct.error) as exc:
+        raise CorruptStore(f"index segment payload is malformed ({exc})", file=where) from exc
+
+
+def write_manifest(directory: Directory, generation: str, files: list[str], *, analyzer: str,
+                   dim: int) -> None:
+    body = json.dumps({"format": "hmsengine-index", "version": VERSION, "analyzer": analyzer,
+                       "dim": dim, "segments": files}, separators=(",", ":"))
+    crc = zlib.crc32(body.encode()) & 0xFFFFFFFF
+    directory.atomic_write(f"{generation}/{MANIFEST}", f"{body}\n{crc:08x}\n".encode())
+
+
+def read_manifest(directory: Directory, generation: str, *, analyzer: str, dim: int) -> list[str]:
+    """The listed segment files, or [] when there is no usable manifest (never an error)."""
+    name = f"{generation}/{MANIFEST}"
+    if not directory.exists(name):
+        return []
+    try:
+        body, crc = directory.read_bytes(name).decode().split("\n")[:2]
+        if int(crc, 16) != zlib.crc32(body.encode()) & 0xFFFFFFFF:
+            return []
+        manifest = json.loads(body)
+        if manifest.get("version") != VERSION or manifest.get("analyzer") != analyzer \
+                or manifest.get("dim") != dim:
+            return []
+        return [str(f) for f in manifest["segments"]]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
+        return []
+
+
+def load_segment(directory: Directory, generation: str, file: str, codec: Codec) -> Segment | None:
+    """A persisted segment, or None if it is missing or damaged (the caller re-indexes)."""
+    name = f"{generation}/{INDEX_DIR}/{file}"
+    try:
+        return decode_segment(directory.read_bytes(name), codec, file, directory.describe(name))
+    except (HmsError, OSError):
+        return None
