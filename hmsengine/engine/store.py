@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from ..errors import DurabilityError, InvalidRequest, map_errors
+from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
 from ..storage import manifest
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle
@@ -92,6 +92,11 @@ class StoreCore:
                         directory.read_bytes(manifest.FORMAT_FILE),
                         where=directory.describe(manifest.FORMAT_FILE),
                     )
+                    if fmt.encryption is not None:
+                        raise WrongKey(
+                            "the store is encrypted and this build opens only plain stores",
+                            hint="open it with a build that supports encryption, and its key",
+                        )
                 else:
                     fmt = StoreFormat(analyzer=analyzer, dim=dim, embedding_dim=embedding_dim,
                                       created_ms=now_ms, store_id=uuid.uuid4().hex)

@@ -198,7 +198,14 @@ class FsDirectory:
         ``flock`` locks belong to the open file description, so a second open in the same process
         conflicts too (POSIX ``fcntl`` record locks would not).
         """
-        os.makedirs(self.root, exist_ok=True)
+        if not os.path.isdir(self.root):
+            os.makedirs(self.root, exist_ok=True)
+            # Make the new root's own directory entry durable too.
+            parent = os.open(os.path.dirname(self.root), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                os.fsync(parent)
+            finally:
+                os.close(parent)
         fd = os.open(self._path(self.LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -118,3 +118,17 @@ async def test_deleted_text_is_zeroed_in_place(disk_path):
         texts.append(zstandard.ZstdDecompressor().decompress(raw[pos + RECORD_HEADER_SIZE: pos + RECORD_HEADER_SIZE + n]))
         pos = raw.find(TEXT_MAGIC, pos + 1)
     assert texts == [b"something else"]
+
+
+async def test_encrypted_store_is_refused_clearly(disk_path):
+    """A store whose format.json says it is encrypted is refused with WrongKey, untouched."""
+    from hmsengine import WrongKey
+
+    await make_store(disk_path, 1)
+    fmt_path = os.path.join(disk_path, "format.json")
+    fmt = json.load(open(fmt_path))
+    fmt["encryption"] = {"kdf": "argon2id"}
+    open(fmt_path, "w").write(json.dumps(fmt))
+    with pytest.raises(WrongKey):
+        async with Engine.open(disk_path):
+            pass
