@@ -25,6 +25,7 @@ import trio
 from ..clock import checked_clock
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
+from ..storage.keys import check_key_argument
 from ..index.analyzer import get_analyzer
 from ..kernels.jit import warm_up
 from . import readers
@@ -43,7 +44,8 @@ from .values import (
     make_put,
     make_puts,
 )
-from .writer import WriteRequest, WriterActor
+from .compaction import CompactReport
+from .writer import CompactRequest, WriteRequest, WriterActor
 
 # Texts up to this size are read and decompressed inline on the event loop (a few microseconds);
 # larger ones go to a worker thread so a reader never stalls the loop (PERF-NOTES: a hop costs
@@ -66,7 +68,7 @@ def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
 class Engine:
     """An open store. Create it with ``async with Engine.open(path) as engine``."""
 
-    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest],
+    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest | CompactRequest],
                  writer: WriterActor, indexer: Indexer, clock: Callable[[], int]) -> None:
         self._core = core
         self._indexer = indexer
@@ -91,11 +93,7 @@ class Engine:
         reopen uses the recorded ``analyzer`` and ``dim``, and an explicit ``embedding_dim`` that
         contradicts the recorded one is ``InvalidRequest``.
         """
-        if key is not None:
-            raise InvalidRequest(
-                "key: encrypted stores are not supported by this build yet",
-                hint="open the store without a key; encryption at rest is tracked as its own issue",
-            )
+        key = check_key_argument(key)
         if analyzer not in ANALYZERS:
             raise InvalidRequest(f"analyzer: expected one of {', '.join(ANALYZERS)}, got {analyzer!r}")
         if isinstance(dim, bool) or not isinstance(dim, int) or not 16 <= dim <= 1 << 20:
@@ -106,7 +104,7 @@ class Engine:
         ):
             raise InvalidRequest(f"embedding_dim: expected None or 1..65536, got {embedding_dim!r}")
         return _lifecycle(_as_directory(path), checked_clock(clock), dim=dim,
-                          embedding_dim=embedding_dim, analyzer=analyzer)
+                          embedding_dim=embedding_dim, analyzer=analyzer, key=key)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -146,13 +144,33 @@ class Engine:
         The journal keeps the old frame until a compaction (not in this build).
         """
         doc_id = check_id(id)
-        if purge:
-            raise InvalidRequest(
-                "purge: physical erasure by compaction is not available in this build yet",
-                hint="delete without purge; the text record is zeroed either way",
-            )
+        if not isinstance(purge, bool):
+            raise InvalidRequest(f"purge: expected a bool, got {type(purge).__name__}")
         result: DeleteResult = (await self._submit([DeleteOp(id=doc_id)]))[0]
+        if purge:
+            await self.compact(purge=True)
         return result.existed
+
+    async def compact(self, *, purge: bool = False) -> CompactReport:
+        """Rewrite the store into a new generation without deleted or replaced documents.
+
+        The new generation (journal, text segment, index segments) is written and fsynced, then
+        ``CURRENT`` is switched atomically: a crash at any point leaves the old or the new
+        generation live, never neither. Readers keep working throughout; writes queue behind it.
+        With ``purge``, the replaced generation is then overwritten with zeros, fsynced and
+        unlinked, so no byte of a deleted document remains in any file of the store (the limits
+        no file API controls are in docs/SECURITY.md).
+        """
+        if not isinstance(purge, bool):
+            raise InvalidRequest(f"purge: expected a bool, got {type(purge).__name__}")
+        if self._closed:
+            raise EngineClosed("the engine is closed")
+        slot: ReplySlot[CompactReport] = ReplySlot()
+        try:
+            await self._send.send(CompactRequest(purge=purge, slot=slot))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise EngineClosed("the engine is closed") from None
+        return await slot.wait()
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -256,11 +274,12 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
 
 @asynccontextmanager
 async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
-                     embedding_dim: int | None, analyzer: str) -> AsyncIterator[Engine]:
+                     embedding_dim: int | None, analyzer: str,
+                     key: str | bytes | None) -> AsyncIterator[Engine]:
     now = clock()
     core = await trio.to_thread.run_sync(
         lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
-                               embedding_dim=embedding_dim, now_ms=now)
+                               embedding_dim=embedding_dim, now_ms=now, key=key)
     )
     recorded = core.format.embedding_dim or core.table.embedding_dim
     if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
@@ -268,7 +287,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
         raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
     if core.table.embedding_dim is None:
         core.table.embedding_dim = recorded
-    send, receive = trio.open_memory_channel[WriteRequest](MAILBOX_SIZE)
+    send, receive = trio.open_memory_channel[WriteRequest | CompactRequest](MAILBOX_SIZE)
     indexer = Indexer(core, get_analyzer(core.format.analyzer),
                       persistent=not isinstance(directory, MemoryDirectory))
     writer = WriterActor(core, receive, indexer)

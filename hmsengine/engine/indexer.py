@@ -59,6 +59,9 @@ class Indexer:
         self.merges = 0
         self.folds = 0
         self.persist_failures = 0
+        self._pending_files: dict[Segment, str] = {}
+        # Serializes index file I/O with compaction (which moves the index to a new generation).
+        self.io_lock = trio.Lock()
         self.rebuilt_documents = 0
 
     # -- per commit (event loop, before the writer replies) --------------------------------
@@ -220,6 +223,32 @@ class Indexer:
             self._file_counter = max(self._file_counter, number)
         return out
 
+    async def persist_into(self, generation: str) -> None:
+        """Write every current segment into ``generation`` (a compaction's new one)."""
+        if not self._persistent:
+            return
+        segments = [v.segment for v in self.snapshot.segments]
+        self._pending_files = await trio.to_thread.run_sync(self._write_all, generation, segments)
+
+    def _write_all(self, generation: str, segments: list[Segment]) -> dict[Segment, str]:
+        core = self._core
+        folder = f"{generation}/{persist.INDEX_DIR}"
+        core.directory.makedirs(folder)
+        files: dict[Segment, str] = {}
+        for number, segment in enumerate(segments, start=1):
+            file = f"seg-{number:08d}.hsi"
+            core.directory.atomic_write(f"{folder}/{file}", persist.encode_segment(segment, core.codec, file))
+            files[segment] = file
+        persist.write_manifest(core.directory, generation, list(files.values()),
+                               analyzer=self.analyzer.name, dim=self.dim)
+        return files
+
+    def switched_generation(self) -> None:
+        """The store now lives in the generation ``persist_into`` wrote."""
+        self._persisted = getattr(self, "_pending_files", {})
+        self._file_counter = len(self._persisted)
+        self._pending_files = {}
+
     def _persist(self, segments: list[Segment]) -> None:
         """Write the segments not yet on disk, then the manifest, then drop unlisted files."""
         core = self._core
@@ -254,12 +283,13 @@ class Indexer:
             return
         if self.snapshot.tail:
             await self._fold()
-        segments = [v.segment for v in self.snapshot.segments]
-        try:
-            with map_errors("persisting the index"):
-                await trio.to_thread.run_sync(self._persist, segments)
-        except HmsError:
-            self.persist_failures += 1
+        async with self.io_lock:
+            segments = [v.segment for v in self.snapshot.segments]
+            try:
+                with map_errors("persisting the index"):
+                    await trio.to_thread.run_sync(self._persist, segments)
+            except HmsError:
+                self.persist_failures += 1
 
     def _build_chunk(self, chunk: list[tuple[str, object]], embedding_dim: int | None) -> Segment:
         core = self._core
@@ -301,12 +331,13 @@ class Indexer:
                 while (window := self._pick()) is not None:
                     await self._merge(*window)
                 if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
-                    segments = [v.segment for v in self.snapshot.segments]
-                    try:
-                        with map_errors("persisting the index"):
-                            await trio.to_thread.run_sync(self._persist, segments)
-                    except HmsError:
-                        self.persist_failures += 1
+                    async with self.io_lock:
+                        segments = [v.segment for v in self.snapshot.segments]
+                        try:
+                            with map_errors("persisting the index"):
+                                await trio.to_thread.run_sync(self._persist, segments)
+                        except HmsError:
+                            self.persist_failures += 1
 
     async def _fold(self) -> None:
         tail = self.snapshot.tail

@@ -24,7 +24,7 @@ from ..errors import CorruptStore, map_errors
 from ..storage.journal import KIND_CHECKPOINT, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
-from .state import DocEntry, doc_key
+from .state import KEY_STRIDE, DocEntry, doc_key
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
 
@@ -72,8 +72,9 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         for position, op in enumerate(ops):
             if isinstance(op, StoredPut):
                 record_end = max(record_end, op.offset + op.length)
+                key = op.key if op.key is not None else doc_key(rev, position)
                 old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
-                                                op.embedding, rev, doc_key(rev, position)))
+                                                op.embedding, key // KEY_STRIDE, key))
                 if op.offset + op.length > text_synced:
                     unsynced[op.id] = op
                 else:

@@ -20,10 +20,11 @@ from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
 from ..storage import manifest
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle
+from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, encode_frame
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment, record_crc
-from .state import DocTable
+from .state import DocEntry, DocTable
 from .txn import (
     Checkpoint,
     StoredDelete,
@@ -79,7 +80,8 @@ class StoreCore:
 
     @classmethod
     def open(cls, directory: Directory, *, analyzer: str, dim: int, embedding_dim: int | None,
-             now_ms: int, progress: Callable[[str], None] | None = None) -> StoreCore:
+             now_ms: int, key: str | bytes | None = None,
+             progress: Callable[[str], None] | None = None) -> StoreCore:
         """Lock, create if new, recover, and return the open core (the caller must ``close``)."""
         from .recovery import recover  # recovery imports this module
 
@@ -92,14 +94,21 @@ class StoreCore:
                         directory.read_bytes(manifest.FORMAT_FILE),
                         where=directory.describe(manifest.FORMAT_FILE),
                     )
+                    # The key is checked before any other file is read.
                     if fmt.encryption is not None:
-                        raise WrongKey(
-                            "the store is encrypted and this build opens only plain stores",
-                            hint="open it with a build that supports encryption, and its key",
-                        )
+                        codec: Codec = SealedCodec(open_encryption(key, fmt.encryption, fmt.store_id))
+                    elif key is not None:
+                        raise WrongKey("this store is not encrypted: open it without a key")
+                    else:
+                        codec = PLAIN
                 else:
+                    store_id = uuid.uuid4().hex
+                    encryption, codec = None, PLAIN
+                    if key is not None:
+                        encryption, derived = new_encryption(key, store_id)
+                        codec = SealedCodec(derived)
                     fmt = StoreFormat(analyzer=analyzer, dim=dim, embedding_dim=embedding_dim,
-                                      created_ms=now_ms, store_id=uuid.uuid4().hex)
+                                      created_ms=now_ms, store_id=store_id, encryption=encryption)
                     directory.atomic_write(manifest.FORMAT_FILE, fmt.to_json())
                 if not directory.exists(manifest.CURRENT_FILE):
                     generation = manifest.generation_name(1)
@@ -110,9 +119,15 @@ class StoreCore:
                     directory.sync_dir("")
                     manifest.write_current(directory, generation)
                 generation = manifest.read_current(directory)
-                core = cls._open_generation(directory, fmt, generation, PLAIN)
+                core = cls._open_generation(directory, fmt, generation, codec)
             try:
                 recover(core, progress=progress)
+                from .compaction import remove_generation, stray_generations
+
+                # Left by an interrupted compaction: erase them (they may hold purged text).
+                for stray in stray_generations(directory, core.generation):
+                    with map_errors("removing a stray generation", file=directory.describe(stray)):
+                        remove_generation(directory, stray, zero=True)
             except BaseException:
                 core._close_files()
                 raise
@@ -232,6 +247,27 @@ class StoreCore:
         self.text_synced = cp.text_synced
         self.zeroed_through = cp.zeroed_through
         self.dirty = False
+
+    def switch_generation(self, name: str, locations: dict[str, tuple[int, int, int]]) -> None:
+        """Point the store at a freshly written, already-current generation (event loop).
+
+        Entries are replaced, not mutated, so a reader that looked one up before the switch
+        notices the change and reads again.
+        """
+        old_journal, old_text = self.journal, self.text.handle
+        fresh = StoreCore._open_generation(self.directory, self.format, name, self.codec)
+        self.generation, self.journal, self.text = name, fresh.journal, fresh.text
+        self.journal_label = fresh.journal_label
+        entries = self.table.entries
+        for doc_id, (offset, length, crc) in locations.items():
+            e = entries[doc_id]
+            entries[doc_id] = DocEntry(offset, length, crc, e.metadata_json, e.embedding,
+                                       e.revision, e.key)
+        self.text_synced = self.text.handle.size()
+        self.zeroed_through = self.table.revision
+        self.dirty = False
+        old_journal.close()
+        old_text.close()
 
     # -- reading (any thread) --------------------------------------------------------------
 

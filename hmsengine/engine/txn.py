@@ -9,6 +9,9 @@ A transaction payload (before the codec compresses it)::
      ],
      "dim": N?}                                                # embedding dimension fixed here
 
+A base frame (kind 3, written by compaction) has the same form with puts only, each carrying
+``"k"``: the document's version key (revision x 16384 + position), kept across compactions.
+
 ``off``/``len``/``crc`` locate the document's record in ``documents.text``. The text travels in
 the journal too: the journal is the source of truth, and recovery re-creates any text record that
 a crash left unwritten (the segment is synced lazily, see engine/recovery.py). Embeddings are the
@@ -46,6 +49,7 @@ class StoredPut:
     offset: int
     length: int
     crc: int
+    key: int | None = None  # only in base frames: the version key the document keeps
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +85,8 @@ def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None) -> byt
             if op.embedding is not None:
                 item["e"] = encode_embedding(op.embedding)
             item["off"], item["len"], item["crc"] = op.offset, op.length, op.crc
+            if op.key is not None:
+                item["k"] = op.key
             out.append(item)
         else:
             out.append({"o": "d", "id": op.id})
@@ -104,6 +110,7 @@ def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list
                         meta, ensure_ascii=False, separators=(",", ":")),
                     embedding=decode_embedding(item["e"]) if "e" in item else None,
                     offset=int(item["off"]), length=int(item["len"]), crc=int(item["crc"]),
+                    key=int(item["k"]) if "k" in item else None,
                 ))
             elif item["o"] == "d":
                 ops.append(StoredDelete(id=item["id"]))

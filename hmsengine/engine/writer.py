@@ -21,7 +21,9 @@ import attrs
 import trio
 
 from ..errors import DurabilityError, HmsError, InvalidRequest
+from . import compaction
 from .actor import ReplySlot
+from .compaction import CompactReport
 from .indexer import Indexer
 from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
@@ -38,6 +40,14 @@ CHECKPOINT_EVERY_BYTES = 64 * 1024 * 1024
 
 
 @attrs.frozen(kw_only=True, eq=False)
+class CompactRequest:
+    """Rewrite the store into a new generation; with ``purge``, erase the old one."""
+
+    purge: bool
+    slot: ReplySlot[CompactReport]
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class WriteRequest:
     """One transaction: puts and deletes applied all or none. ``slot`` receives the results."""
 
@@ -46,7 +56,8 @@ class WriteRequest:
 
 
 class WriterActor:
-    def __init__(self, core: StoreCore, receive: trio.MemoryReceiveChannel[WriteRequest],
+    def __init__(self, core: StoreCore,
+                 receive: trio.MemoryReceiveChannel[WriteRequest | CompactRequest],
                  indexer: Indexer) -> None:
         self._core = core
         self._receive = receive
@@ -75,7 +86,18 @@ class WriterActor:
                         batch.append(self._receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                await self._commit_batch(batch)
+                # Writes queued before a compaction commit first, in arrival order.
+                run: list[WriteRequest] = []
+                for message in batch:
+                    if isinstance(message, CompactRequest):
+                        if run:
+                            await self._commit_batch(run)
+                            run = []
+                        await self._compact(message)
+                    else:
+                        run.append(message)
+                if run:
+                    await self._commit_batch(run)
 
     # -- one batch -------------------------------------------------------------------------
 
@@ -171,6 +193,21 @@ class WriterActor:
                     )
             if not isinstance(exc, Exception):
                 raise
+
+    async def _compact(self, request: CompactRequest) -> None:
+        """Compact (and with ``purge`` erase) while no commit can interleave."""
+        core = self._core
+        try:
+            if core.broken is not None:
+                raise DurabilityError("the store refuses writes after an earlier write or fsync failed")
+            report = await compaction.compact(core, self._indexer, purge=request.purge)
+        except BaseException as exc:
+            request.slot.set_error(exc if isinstance(exc, HmsError)
+                                   else DurabilityError(f"compaction failed: {exc!r}"))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        request.slot.set_value(report)
 
     def _answer_noops(self, revision: int) -> None:
         for request, results in self._noops:

@@ -56,6 +56,8 @@ class Directory(Protocol):
     def rename(self, src: str, dst: str) -> None: ...
     def listdir(self, name: str = "") -> list[str]: ...
     def makedirs(self, name: str) -> None: ...
+    def isdir(self, name: str) -> bool: ...
+    def remove_dir(self, name: str) -> None: ...
     def sync_dir(self, name: str = "") -> None: ...
     def lock(self) -> None: ...
     def unlock(self) -> None: ...
@@ -185,6 +187,12 @@ class FsDirectory:
     def makedirs(self, name: str) -> None:
         os.makedirs(self._path(name), exist_ok=True)
 
+    def isdir(self, name: str) -> bool:
+        return os.path.isdir(self._path(name))
+
+    def remove_dir(self, name: str) -> None:
+        os.rmdir(self._path(name))
+
     def sync_dir(self, name: str = "") -> None:
         fd = os.open(self._path(name), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
@@ -312,6 +320,12 @@ class MemoryDirectory:
         parts = name.split("/")
         for i in range(1, len(parts) + 1):
             self.dirs.add("/".join(parts[:i]))
+
+    def isdir(self, name: str) -> bool:
+        return name in self.dirs
+
+    def remove_dir(self, name: str) -> None:
+        self.dirs.discard(name)
 
     def sync_dir(self, name: str = "") -> None:
         pass

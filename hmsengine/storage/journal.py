@@ -5,7 +5,7 @@ Frame layout (little-endian, 32-byte header, then the stored payload)::
     offset size  field
     0      4     magic            b"HMJ1"
     4      2     format version   (FORMAT_VERSION of storage/manifest.py when written)
-    6      1     kind             1 = transaction, 2 = checkpoint
+    6      1     kind             1 = transaction, 2 = checkpoint, 3 = base
     7      1     codec flags      bit 0 zstd, bit 1 AEAD (see codec.py)
     8      8     sequence         the store revision after this frame
     16     4     stored length    bytes of payload that follow the header
@@ -14,7 +14,8 @@ Frame layout (little-endian, 32-byte header, then the stored payload)::
     28     4     header crc32     over bytes 0..28, xor HEADER_CRC_XOR
 
 A transaction frame's sequence is the previous frame's sequence plus one (the revision it
-creates); a checkpoint frame repeats the current revision. The magic is non-zero and the header
+creates); a checkpoint frame repeats the current revision. Base frames (written by compaction)
+open a journal: they carry the live documents as of the revision in their sequence. The magic is non-zero and the header
 checksum is xored with a constant, so an all-zero region (crc32 of zeros would otherwise pass)
 never validates as a frame.
 
@@ -46,6 +47,7 @@ HEADER_SIZE = HEADER.size  # 32
 HEADER_CRC_XOR = 0x5A17C0DE
 KIND_TRANSACTION = 1
 KIND_CHECKPOINT = 2
+KIND_BASE = 3  # a compacted journal's opening frames: live documents as of a revision
 MAX_FRAME_PAYLOAD = 256 * 1024 * 1024
 
 
@@ -107,7 +109,7 @@ def _check_header(data: bytes, pos: int, max_version: int) -> tuple[int, int, in
     _magic, version, kind, flags, sequence, length, crc, _reserved, hcrc = HEADER.unpack_from(data, pos)
     if _header_crc(data[pos : pos + 28]) != hcrc:
         return None
-    if kind not in (KIND_TRANSACTION, KIND_CHECKPOINT) or version < 1 or version > max_version:
+    if kind not in (KIND_TRANSACTION, KIND_CHECKPOINT, KIND_BASE) or version < 1 or version > max_version:
         return None
     if length > MAX_FRAME_PAYLOAD:
         return None
@@ -167,6 +169,11 @@ def scan(
                 )
             break
         version, kind, flags, seq, end = found
+        if kind == KIND_BASE:
+            # Base frames open a compacted journal: all carry the revision they start from.
+            if frames and (frames[-1].kind != KIND_BASE or frames[-1].sequence != seq):
+                raise CorruptStore("journal base frame after other frames", file=where, offset=pos)
+            sequence = seq
         expected = sequence + 1 if kind == KIND_TRANSACTION else sequence
         if seq != expected:
             raise CorruptStore(

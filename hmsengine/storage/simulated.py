@@ -164,6 +164,12 @@ class PowerLossDirectory:
         for i in range(1, len(parts) + 1):
             self.dirs.add("/".join(parts[:i]))
 
+    def isdir(self, name: str) -> bool:
+        return name in self.dirs
+
+    def remove_dir(self, name: str) -> None:
+        self.dirs.discard(name)
+
     def sync_dir(self, name: str = "") -> None:
         pass
 

@@ -1,0 +1,213 @@
+"""Compaction and purge: write a new generation, switch ``CURRENT``, erase the old one.
+
+The writer actor runs a compaction (so no commit interleaves with it); the heavy parts run in a
+worker thread while readers keep reading the old generation:
+
+1. :func:`write_generation` writes ``gen-N+1/``: a text segment holding only live documents,
+   a journal of *base* frames (every live document with its version key, at the current
+   revision) and a checkpoint, then fsyncs both files and the directory. The index-builder
+   persists the current index segments into it (document keys are unchanged).
+2. ``CURRENT`` is replaced atomically: before that instant a crash leaves the old generation
+   live, after it the new one; never neither.
+3. :meth:`StoreCore.switch_generation` (event loop, synchronous) points the table at the new
+   records with fresh entries, so a reader that raced the switch retries its read.
+4. :func:`remove_generation` removes every other generation; with ``purge`` (and always for
+   generations an interrupted compaction left behind) each file is first overwritten with zeros
+   and fsynced, so no byte of a deleted or replaced document survives in any file.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from ..errors import HmsError, map_errors
+from ..storage import manifest
+from ..storage.directory import Directory
+from ..storage.journal import KIND_BASE, KIND_CHECKPOINT, encode_frame
+from ..storage.manifest import FORMAT_VERSION
+from ..storage.segments import TextSegment, record_crc
+from .indexer import Indexer
+from .store import StoreCore
+from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction
+
+BASE_FRAME_DOCUMENTS = 2000
+TEXT_BUFFER_BYTES = 4 * 1024 * 1024
+ZERO_CHUNK = 1024 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class CompactReport:
+    """What a compaction did."""
+
+    generation: str
+    documents: int
+    bytes_before: int
+    bytes_after: int
+    purged: bool
+    generations_removed: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class NewGeneration:
+    name: str
+    locations: dict[str, tuple[int, int, int]]  # id -> (offset, length, crc) in the new text
+    bytes_written: int
+
+
+def generation_bytes(directory: Directory, generation: str) -> int:
+    total = 0
+    for name in directory.listdir(generation):
+        path = f"{generation}/{name}"
+        if directory.isdir(path):
+            total += generation_bytes(directory, path)
+        else:
+            handle = directory.open_file(path)
+            total += handle.size()
+            handle.close()
+    return total
+
+
+def next_generation(directory: Directory) -> str:
+    numbers = [n for name in directory.listdir("") if (n := manifest.generation_number(name)) is not None]
+    return manifest.generation_name(max(numbers, default=0) + 1)
+
+
+def write_generation(core: StoreCore, name: str) -> NewGeneration:
+    """Write and fsync a complete new generation holding the table's live documents."""
+    directory = core.directory
+    with map_errors("compacting", file=directory.describe(name)):
+        directory.makedirs(name)
+        journal = directory.open_file(f"{name}/{manifest.JOURNAL_FILE}", create=True)
+        text_name = f"{name}/{manifest.TEXT_FILE}"
+        text = TextSegment(directory.open_file(text_name, create=True), codec=core.codec,
+                           where=directory.describe(text_name), file_label=text_name.encode(),
+                           version=FORMAT_VERSION)
+        try:
+            journal.truncate(0)
+            text.handle.truncate(0)
+            label = f"{name}/{manifest.JOURNAL_FILE}".encode()
+            revision = core.table.revision
+            entries = sorted(core.table.entries.items(), key=lambda item: item[1].key)
+            locations: dict[str, tuple[int, int, int]] = {}
+            buffer: list[bytes] = []
+            buffered = 0
+            offset = 0
+            puts: list[StoredPut] = []
+            written = 0
+
+            def flush_text() -> None:
+                nonlocal buffer, buffered
+                if buffer:
+                    text.handle.append(b"".join(buffer))
+                    buffer, buffered = [], 0
+
+            def flush_frame(last: bool) -> None:
+                nonlocal puts, written
+                if not puts and not (last and not written):
+                    return
+                payload = encode_transaction(list(puts), embedding_dim=core.table.embedding_dim)
+                journal.append(encode_frame(core.codec, kind=KIND_BASE, sequence=revision,
+                                            payload=payload, version=FORMAT_VERSION,
+                                            file_label=label, offset=journal.size()))
+                written += 1
+                puts = []
+
+            for doc_id, entry in entries:
+                raw = core.text.read(entry.offset, entry.length, entry.crc)
+                record = text.encode_at(raw, offset)
+                buffer.append(record)
+                buffered += len(record)
+                locations[doc_id] = (offset, len(record), record_crc(record))
+                puts.append(StoredPut(id=doc_id, text=raw.decode("utf-8"),
+                                      metadata_json=entry.metadata_json, embedding=entry.embedding,
+                                      offset=offset, length=len(record), crc=record_crc(record),
+                                      key=entry.key))
+                offset += len(record)
+                if buffered >= TEXT_BUFFER_BYTES:
+                    flush_text()
+                if len(puts) >= BASE_FRAME_DOCUMENTS:
+                    flush_frame(last=False)
+            flush_text()
+            flush_frame(last=True)
+            cp = Checkpoint(text_synced=offset, zeroed_through=revision)
+            journal.append(encode_frame(core.codec, kind=KIND_CHECKPOINT, sequence=revision,
+                                        payload=encode_checkpoint(cp), version=FORMAT_VERSION,
+                                        file_label=label, offset=journal.size()))
+            text.sync()
+            journal.sync()
+            directory.sync_dir(name)
+            directory.sync_dir("")
+            return NewGeneration(name=name, locations=locations,
+                                 bytes_written=journal.size() + text.handle.size())
+        finally:
+            journal.close()
+            text.handle.close()
+
+
+def remove_generation(directory: Directory, name: str, *, zero: bool) -> None:
+    """Remove a generation directory; with ``zero``, overwrite each file with zeros and fsync it
+    first, so its bytes are gone from the file system's view of every file."""
+    with map_errors("removing an old generation", file=directory.describe(name)):
+        for entry in directory.listdir(name):
+            path = f"{name}/{entry}"
+            if directory.isdir(path):
+                remove_generation(directory, path, zero=zero)
+                continue
+            if zero:
+                handle = directory.open_file(path)
+                try:
+                    size = handle.size()
+                    for start in range(0, size, ZERO_CHUNK):
+                        handle.write_at(start, bytes(min(ZERO_CHUNK, size - start)))
+                    handle.sync()
+                finally:
+                    handle.close()
+            directory.remove(path)
+        directory.remove_dir(name)
+        parent = name.rsplit("/", 1)[0] if "/" in name else ""
+        directory.sync_dir(parent)
+
+
+def stray_generations(directory: Directory, live: str) -> list[str]:
+    """Generation directories other than the live one (left by an interrupted compaction)."""
+    return [n for n in directory.listdir("") if manifest.generation_number(n) is not None and n != live]
+
+
+async def compact(core: StoreCore, indexer: Indexer, *, purge: bool) -> CompactReport:
+    """The writer actor's compaction (see the module docstring for the steps and guarantees)."""
+    directory = core.directory
+    old = core.generation
+    before = await trio.to_thread.run_sync(generation_bytes, directory, old)
+    async with indexer.io_lock:
+        name = await trio.to_thread.run_sync(next_generation, directory)
+        try:
+            new = await trio.to_thread.run_sync(write_generation, core, name)
+            await indexer.persist_into(name)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                try:
+                    await trio.to_thread.run_sync(lambda: remove_generation(directory, name, zero=True))
+                except HmsError:
+                    pass  # a stray generation is erased at the next open
+            raise
+        try:
+            with map_errors("switching CURRENT", file=directory.describe(manifest.CURRENT_FILE)):
+                await trio.to_thread.run_sync(manifest.write_current, directory, name)
+        except BaseException as exc:
+            # Whether the rename happened is unknown: only a reopen can tell which generation is
+            # live (both are complete), so refuse further writes until then.
+            core.broken = exc
+            raise
+        core.switch_generation(name, new.locations)
+        indexer.switched_generation()
+    removed = []
+    for stray in stray_generations(directory, name):
+        # The replaced generation is zeroed when purging; strays of an interrupted compaction
+        # always (they may hold text an earlier purge was erasing).
+        zero = purge or stray != old
+        await trio.to_thread.run_sync(lambda s=stray, z=zero: remove_generation(directory, s, zero=z))
+        removed.append(stray)
+    return CompactReport(generation=name, documents=len(new.locations), bytes_before=before,
+                         bytes_after=new.bytes_written, purged=purge,
+                         generations_removed=tuple(removed))
