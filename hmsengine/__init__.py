@@ -4,6 +4,7 @@ The public face: the names of the API contract (docs and ../shared/design/API.md
 implements, re-exported from the private modules. Nothing else lives here.
 """
 
+from .config import MemoryConfig
 from .engine import Document, Engine, Hit
 from .errors import (
     Conflict,
@@ -17,9 +18,30 @@ from .errors import (
     StoreLocked,
     WrongKey,
 )
+from .memory import (
+    Explanation,
+    Fact,
+    FileRef,
+    ForgetReport,
+    ForgetScope,
+    Memory,
+    RecallHit,
+    RememberInput,
+    RememberResult,
+)
 
 __all__ = [
     "Conflict",
+    "Explanation",
+    "Fact",
+    "FileRef",
+    "ForgetReport",
+    "ForgetScope",
+    "Memory",
+    "MemoryConfig",
+    "RecallHit",
+    "RememberInput",
+    "RememberResult",
     "CorruptStore",
     "Document",
     "DurabilityError",

@@ -33,6 +33,7 @@ from .actor import ReplySlot, raise_single
 from .indexer import Indexer
 from .store import StoreCore
 from .values import (
+    Change,
     DeleteOp,
     DeleteResult,
     Document,
@@ -41,11 +42,12 @@ from .values import (
     PutOp,
     PutResult,
     check_id,
+    check_metadata,
     make_put,
     make_puts,
 )
 from .compaction import CompactReport
-from .writer import CompactRequest, WriteRequest, WriterActor
+from .writer import CompactRequest, SyncRequest, WriteRequest, WriterActor
 
 # Texts up to this size are read and decompressed inline on the event loop (a few microseconds);
 # larger ones go to a worker thread so a reader never stalls the loop (PERF-NOTES: a hop costs
@@ -68,7 +70,7 @@ def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
 class Engine:
     """An open store. Create it with ``async with Engine.open(path) as engine``."""
 
-    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest | CompactRequest],
+    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
                  writer: WriterActor, indexer: Indexer, clock: Callable[[], int]) -> None:
         self._core = core
         self._indexer = indexer
@@ -150,6 +152,58 @@ class Engine:
         if purge:
             await self.compact(purge=True)
         return result.existed
+
+    async def transact(self, *, puts: list[Any] = (), deletes: list[str] = ()) -> list[Any]:  # type: ignore[assignment]
+        """Puts and deletes in one transaction, all or none; results in the same order
+        (a ``PutResult`` per put, then a bool per delete: whether the document existed).
+
+        Durable and visible when it returns, like ``put_documents``. An id may appear once.
+        """
+        ops: list[PutOp | DeleteOp] = list(make_puts(puts)) if puts else []
+        seen = {op.id for op in ops}
+        if isinstance(deletes, (str, bytes)):
+            raise InvalidRequest("deletes: expected a list of ids")
+        for n, doc_id in enumerate(deletes):
+            checked = check_id(doc_id, f"deletes[{n}]")
+            if checked in seen:
+                raise InvalidRequest(f"deletes[{n}]: {checked!r} appears twice in one transaction")
+            seen.add(checked)
+            ops.append(DeleteOp(id=checked))
+        if not ops:
+            return []
+        results = await self._submit(ops)
+        return [r.existed if isinstance(r, DeleteResult) else r for r in results]
+
+    async def sync(self) -> None:
+        """Make every text record written or zeroed so far durable (fsync of the text segment
+        and a checkpoint). Deletes are durable when they return; this makes their zeroing so."""
+        self._check_open()
+        slot: ReplySlot[None] = ReplySlot()
+        try:
+            await self._send.send(SyncRequest(slot=slot))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise EngineClosed("the engine is closed") from None
+        await slot.wait()
+
+    def add_commit_listener(self, listener: Callable[[int, list[Change]], None]) -> None:
+        """Call ``listener(revision, changes)`` for every committed batch, on the event loop,
+        after the batch is durable and visible and before its writers' calls return.
+
+        A listener must be quick and must not raise (it runs inside the writer actor).
+        """
+        self._writer.listeners.append(listener)
+
+    def remove_commit_listener(self, listener: Callable[[int, list[Change]], None]) -> None:
+        if listener in self._writer.listeners:
+            self._writer.listeners.remove(listener)
+
+    def scan_metadata(self) -> list[tuple[str, str | None]]:
+        """(id, metadata JSON text or None) of every document at the current revision.
+
+        Synchronous, so it can be paired with ``add_commit_listener`` without missing a commit.
+        """
+        self._check_open()
+        return [(doc_id, e.metadata_json) for doc_id, e in self._core.table.entries.items()]
 
     async def compact(self, *, purge: bool = False) -> CompactReport:
         """Rewrite the store into a new generation without deleted or replaced documents.
@@ -245,6 +299,31 @@ class Engine:
             index_merges=self._indexer.merges,
         )
 
+    def find_ids(self, *, metadata: dict[str, Any]) -> set[str]:
+        """Ids of the documents whose metadata has every ``key: value`` of ``metadata`` (exact
+        match per key, as the search filter), at the current revision."""
+        self._check_open()
+        if not isinstance(metadata, dict) or not metadata:
+            raise InvalidRequest("metadata: expected a non-empty object of key: value")
+        check_metadata(metadata)
+        return self._indexer.ids_with_metadata(metadata)
+
+    def analyze(self, text: str) -> list[str]:
+        """The terms the store's analyzer makes of ``text`` (what BM25 matches on)."""
+        if not isinstance(text, str):
+            raise InvalidRequest(f"text: expected a string, got {type(text).__name__}")
+        return self._indexer.analyzer.tokenize(text)
+
+    def memory(self, config: Any = None, *, embedder: Any = None) -> Any:
+        """A ``Memory`` over this engine (``hmsengine.Memory(engine, config)``).
+
+        The one place the engine names a higher layer, as API.md asks; imported lazily so
+        ``engine/`` never imports ``memory/`` at module level.
+        """
+        from ..memory.memory import Memory
+
+        return Memory(self, config, embedder=embedder)
+
     @property
     def analyzer(self) -> str:
         return self._core.format.analyzer
@@ -287,7 +366,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
         raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
     if core.table.embedding_dim is None:
         core.table.embedding_dim = recorded
-    send, receive = trio.open_memory_channel[WriteRequest | CompactRequest](MAILBOX_SIZE)
+    send, receive = trio.open_memory_channel[WriteRequest | CompactRequest | SyncRequest](MAILBOX_SIZE)
     indexer = Indexer(core, get_analyzer(core.format.analyzer),
                       persistent=not isinstance(directory, MemoryDirectory))
     writer = WriterActor(core, receive, indexer)

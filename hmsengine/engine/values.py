@@ -54,6 +54,16 @@ class DeleteResult:
 
 
 @attrs.frozen(kw_only=True)
+class Change:
+    """One committed change, as commit listeners see it: a put (with its metadata JSON text,
+    or None when it has none) or a delete."""
+
+    id: str
+    deleted: bool
+    metadata_json: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Hit:
     """One search result: the fused score and each signal's own score (None if it did not run)."""
 

@@ -15,7 +15,7 @@ the actor keeps running and answers every later write with :class:`DurabilityErr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
@@ -28,7 +28,7 @@ from .indexer import Indexer
 from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
-from .values import DeleteOp, DeleteResult, PutOp, PutResult
+from .values import Change, DeleteOp, DeleteResult, PutOp, PutResult
 
 MAX_BATCH_TRANSACTIONS = 1024
 # Zeroing this many bytes of dead records runs inline on the event loop (a page-cache write of a
@@ -48,6 +48,13 @@ class CompactRequest:
 
 
 @attrs.frozen(kw_only=True, eq=False)
+class SyncRequest:
+    """Make every zeroed and written text record durable now (a checkpoint)."""
+
+    slot: ReplySlot[None]
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class WriteRequest:
     """One transaction: puts and deletes applied all or none. ``slot`` receives the results."""
 
@@ -57,11 +64,12 @@ class WriteRequest:
 
 class WriterActor:
     def __init__(self, core: StoreCore,
-                 receive: trio.MemoryReceiveChannel[WriteRequest | CompactRequest],
+                 receive: trio.MemoryReceiveChannel[WriteRequest | CompactRequest | SyncRequest],
                  indexer: Indexer) -> None:
         self._core = core
         self._receive = receive
         self._indexer = indexer
+        self.listeners: list[Callable[[int, list[Change]], None]] = []
         self._unsynced_bytes = 0
         self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
 
@@ -89,11 +97,14 @@ class WriterActor:
                 # Writes queued before a compaction commit first, in arrival order.
                 run: list[WriteRequest] = []
                 for message in batch:
-                    if isinstance(message, CompactRequest):
+                    if isinstance(message, (CompactRequest, SyncRequest)):
                         if run:
                             await self._commit_batch(run)
                             run = []
-                        await self._compact(message)
+                        if isinstance(message, CompactRequest):
+                            await self._compact(message)
+                        else:
+                            await self._sync(message)
                     else:
                         run.append(message)
                 if run:
@@ -174,6 +185,11 @@ class WriterActor:
             applied = self._apply(planned, stored)
             self._indexer.install(core.table.revision,
                                   [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)])
+            changes = [Change(id=op.id, deleted=not isinstance(op, StoredPut),
+                              metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
+                       for ops in stored for op in ops]
+            for listener in list(self.listeners):
+                listener(core.table.revision, changes)
             try:
                 await self._zero(applied)
             except HmsError as exc:
@@ -208,6 +224,19 @@ class WriterActor:
                 raise
             return
         request.slot.set_value(report)
+
+    async def _sync(self, request: SyncRequest) -> None:
+        core = self._core
+        try:
+            if core.dirty:
+                self._unsynced_bytes = 0
+                await trio.to_thread.run_sync(core.checkpoint)
+        except BaseException as exc:
+            request.slot.set_error(exc if isinstance(exc, HmsError) else DurabilityError(repr(exc)))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        request.slot.set_value(None)
 
     def _answer_noops(self, revision: int) -> None:
         for request, results in self._noops:

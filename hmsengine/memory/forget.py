@@ -1,0 +1,197 @@
+"""forget, apply_forgetting and consolidate: removing facts, with the chain kept sound.
+
+``forget`` removes the facts of exactly one scope and:
+
+* without ``include_chain`` only those; removing the newest version makes its predecessor
+  current again (derived, nothing to write); removing a middle version re-links each surviving
+  explicit successor to what the removed fact superseded (the successor is rewritten with its
+  text, metadata, embedding, ingest time and digest unchanged);
+* with ``include_chain``, every fact connected to a match by supersession, both directions;
+* with ``dry_run``, nothing: the report lists what would go.
+
+Removal is one journal transaction per 4,096 facts; a crash between them leaves a prefix
+removed and the same call finishes it. Before ``forget`` returns, the removed texts' records are
+zeroed and synced (``engine.sync``); with ``purge`` the store is then compacted and the replaced
+generation erased (``engine.compact(purge=True)``). Repeating a forget removes and writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..clock import to_ms
+from ..errors import InvalidRequest
+from .index import MemoryIndex
+from .stamp import STAMP_KEY, Stamp
+from .values import ConsolidateReport, ForgetReport, ForgetScope, RememberInput
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+CHUNK = 4096
+
+
+def _match(memory: Memory, scope: ForgetScope) -> set[str]:
+    index = memory.index
+    kind, value = scope.kind, scope.value
+    if kind == "ids":
+        return {i for i in value if isinstance(i, str) and i in index.facts}
+    if kind in ("subject", "entity", "namespace"):
+        if not isinstance(value, str) or not value:
+            raise InvalidRequest(f"scope.{kind}: expected a non-empty string")
+        if kind == "subject":
+            return {i for (_ns, subject), ids in index.slots.items() if subject == value for i in ids}
+        if kind == "entity":
+            return set(index.entities.get(value, ()))
+        return {i for i, s in index.facts.items() if s.namespace == value}
+    if kind == "ingested_before":
+        t = to_ms(value, field="scope.ingested_before")
+        return {i for i, s in index.facts.items() if s.ingest_time < t}
+    if kind == "event_before":
+        t = to_ms(value, field="scope.event_before")
+        return {i for i, s in index.facts.items() if s.event_time is not None and s.event_time < t}
+    if kind == "metadata":
+        return memory.engine.find_ids(metadata=dict(value)) & set(index.facts)
+    raise InvalidRequest(f"scope: unknown kind {kind!r}")
+
+
+def _resolve(index: MemoryIndex, links: tuple[str, ...], removed: set[str]) -> tuple[str, ...]:
+    """Replace removed facts in ``links`` by what they superseded, recursively."""
+    out: list[str] = []
+    seen: set[str] = set()
+    todo = list(links)
+    while todo:
+        x = todo.pop(0)
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in removed:
+            s = index.facts.get(x)
+            todo.extend(s.supersedes if s is not None else ())
+        elif x in index.facts:
+            out.append(x)
+    return tuple(out)
+
+
+def plan_forget(memory: Memory, scope: ForgetScope, include_chain: bool) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    index = memory.index
+    matched = _match(memory, scope)
+    if include_chain:
+        for doc_id in list(matched):
+            matched.update(index.chain(doc_id, memory.slot_policy))
+    relinks: dict[str, tuple[str, ...]] = {}
+    for doc_id in matched:
+        for successor in index.successors.get(doc_id, ()):
+            if successor not in matched and successor not in relinks:
+                relinks[successor] = _resolve(index, index.facts[successor].supersedes, matched)
+    return sorted(matched), relinks
+
+
+async def forget(memory: Memory, scope: ForgetScope, *, include_chain: bool, dry_run: bool,
+                 purge: bool) -> ForgetReport:
+    if not isinstance(scope, ForgetScope):
+        raise InvalidRequest("scope: expected a ForgetScope (ForgetScope.ids(...), .subject(...), ...)")
+    for name, flag in (("include_chain", include_chain), ("dry_run", dry_run), ("purge", purge)):
+        if not isinstance(flag, bool):
+            raise InvalidRequest(f"{name}: expected a bool")
+    if dry_run:
+        removed, relinks = plan_forget(memory, scope, include_chain)
+        return ForgetReport(removed=tuple(removed), relinked=tuple(sorted(relinks)), dry_run=True)
+    async with memory._shared.lock:
+        removed, relinks = plan_forget(memory, scope, include_chain)
+        if removed:
+            puts = [await _relinked(memory, doc_id, links) for doc_id, links in sorted(relinks.items())]
+            for start in range(0, len(removed), CHUNK):
+                await memory.engine.transact(puts=puts if start == 0 else [],
+                                             deletes=removed[start:start + CHUNK])
+            await memory.engine.sync()
+    if removed and purge:
+        await memory.engine.compact(purge=True)
+    return ForgetReport(removed=tuple(removed), relinked=tuple(sorted(relinks)), dry_run=False)
+
+
+async def _relinked(memory: Memory, doc_id: str, links: tuple[str, ...]) -> dict[str, Any]:
+    doc = await memory.engine.get_document(doc_id)
+    assert doc is not None
+    metadata = dict(doc.metadata or {})
+    stamp = Stamp.from_list(metadata[STAMP_KEY])
+    stamp.supersedes = links
+    metadata[STAMP_KEY] = stamp.to_list()
+    item: dict[str, Any] = {"id": doc_id, "text": doc.text, "metadata": metadata}
+    if doc.embedding is not None:
+        item["embedding"] = list(doc.embedding)
+    return item
+
+
+async def apply_forgetting(memory: Memory, *, dry_run: bool) -> ForgetReport:
+    """Forget what the forgetting policy selects, as of now."""
+    if not isinstance(dry_run, bool):
+        raise InvalidRequest("dry_run: expected a bool")
+    policy = memory.config.forgetting
+    now = memory.engine.now()
+    ids = set()
+    for doc_id, s in memory.index.facts.items():
+        age = policy.max_age_ms.get(s.kind)
+        if age is not None and now - s.ingest_time > age:
+            ids.add(doc_id)
+        if policy.expired_older_than_ms is not None and s.valid_to is not None \
+                and now - s.valid_to > policy.expired_older_than_ms:
+            ids.add(doc_id)
+    return await forget(memory, ForgetScope.ids(sorted(ids)), include_chain=False,
+                        dry_run=dry_run, purge=False)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+async def consolidate(memory: Memory, *, dry_run: bool, allow_destructive: bool) -> ConsolidateReport:
+    """Exact duplicates (normalised text) among a subject's current facts: one new fact that
+    supersedes them; the sources are removed only if the policy asks and the call allows it."""
+    for name, flag in (("dry_run", dry_run), ("allow_destructive", allow_destructive)):
+        if not isinstance(flag, bool):
+            raise InvalidRequest(f"{name}: expected a bool")
+    policy = memory.config.consolidation
+    if policy.kind == "none":
+        return ConsolidateReport(created=(), superseded=(), removed=(), dry_run=dry_run)
+    index = memory.index
+    now = memory.engine.now()
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
+    for (namespace, subject), ids in index.slots.items():
+        for doc_id in ids:
+            if index.status(doc_id, now, None, memory.slot_policy) != "current":
+                continue
+            fact = await memory.fact(doc_id)
+            if fact is not None:
+                key = (namespace, subject, fact.kind, _normalised(fact.text))
+                groups.setdefault(key, []).append(doc_id)
+    inputs, superseded = [], []
+    for (namespace, subject, kind, _), ids in sorted(groups.items()):
+        if len(ids) < 2:
+            continue
+        ids.sort(key=lambda i: (index.facts[i].ingest_time, i))
+        first = await memory.fact(ids[0])
+        assert first is not None
+        entities = sorted({e for i in ids for e in index.facts[i].entities})
+        inputs.append(RememberInput(text=first.text, subject=subject, namespace=namespace, kind=kind,
+                                    entities=tuple(entities), supersedes=tuple(ids), sources=tuple(ids),
+                                    metadata={"consolidated": True}))
+        superseded.extend(ids)
+    remove = policy.remove_sources and allow_destructive
+    if dry_run or not inputs:
+        from .inputs import prepare
+
+        return ConsolidateReport(created=tuple(prepare(i).id for i in inputs),
+                                 superseded=tuple(superseded),
+                                 removed=tuple(superseded) if remove else (), dry_run=dry_run)
+    results = await memory.remember_many(inputs)
+    removed: tuple[str, ...] = ()
+    if remove:
+        report = await forget(memory, ForgetScope.ids(superseded), include_chain=False,
+                              dry_run=False, purge=False)
+        removed = report.removed
+    return ConsolidateReport(created=tuple(r.id for r in results), superseded=tuple(superseded),
+                             removed=removed, dry_run=False)
+
+
+__all__ = ["apply_forgetting", "consolidate", "forget"]

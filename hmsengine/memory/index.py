@@ -1,0 +1,155 @@
+"""The in-memory memory index and the temporal rules (status, as_of, known_at, chains).
+
+One index per engine, shared by every ``Memory`` over it. It is built from the engine's
+documents at first use and then kept current by a commit listener, which sees every committed
+change (the memory API's own and raw document writes alike) before the writer's call returns,
+so several ``Memory`` values stay consistent and a write is visible to recall at once.
+
+Temporal rules (API.md, the seed's Concepts):
+
+* ``begin(f)`` = valid_from, else event_time, else ingest_time: when ``f`` takes effect.
+* ``known_at`` K hides facts ingested after K, and the supersessions they would cause.
+* status at t: ``not-yet-valid`` if t < valid_from (and, under latest-by-subject, if t < begin
+  for a fact in a subject slot: it has not begun); else ``expired`` if valid_to <= t; else
+  ``superseded`` if a visible fact that supersedes it took effect by t; else ``current``.
+* explicit links: a fact's ``supersedes`` ids; links to forgotten facts are ignored.
+* latest-by-subject: within a (namespace, subject) slot, ``g`` supersedes ``f`` when ``g`` is
+  later in (begin, ingest_time, id) order: at any t the current fact is the latest one begun by
+  t, whatever the arrival order. Nothing is written for it: it is derived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..engine.values import Change
+from .stamp import Stamp, plain_stamp, stamp_of
+
+
+class MemoryIndex:
+    def __init__(self) -> None:
+        self.facts: dict[str, Stamp] = {}
+        self.slots: dict[tuple[str, str], set[str]] = {}
+        self.entities: dict[str, set[str]] = {}
+        self.successors: dict[str, set[str]] = {}
+        self.kind_counts: dict[str, int] = {}
+        self.windows = 0  # facts with valid_from or valid_to
+        self.links = 0  # explicit supersedes links
+        self.revision = 0
+
+    # -- maintenance ---------------------------------------------------------------------------
+
+    def load(self, items: Iterable[tuple[str, str | None]], revision: int) -> None:
+        for doc_id, metadata_json in items:
+            self._add(doc_id, stamp_of(metadata_json) or plain_stamp())
+        self.revision = revision
+
+    def on_commit(self, revision: int, changes: list[Change]) -> None:
+        """The engine's commit listener: apply every change of a committed batch."""
+        for change in changes:
+            self._remove(change.id)
+            if not change.deleted:
+                self._add(change.id, stamp_of(change.metadata_json) or plain_stamp())
+        self.revision = revision
+
+    def _add(self, doc_id: str, s: Stamp) -> None:
+        self.facts[doc_id] = s
+        self.kind_counts[s.kind] = self.kind_counts.get(s.kind, 0) + 1
+        if s.subject is not None:
+            self.slots.setdefault((s.namespace, s.subject), set()).add(doc_id)
+        for e in s.entities:
+            self.entities.setdefault(e, set()).add(doc_id)
+        for old in s.supersedes:
+            self.successors.setdefault(old, set()).add(doc_id)
+        self.links += len(s.supersedes)
+        self.windows += s.valid_from is not None or s.valid_to is not None
+
+    def _remove(self, doc_id: str) -> None:
+        s = self.facts.pop(doc_id, None)
+        if s is None:
+            return
+        self.kind_counts[s.kind] -= 1
+        if s.subject is not None:
+            slot = self.slots[(s.namespace, s.subject)]
+            slot.discard(doc_id)
+            if not slot:
+                del self.slots[(s.namespace, s.subject)]
+        for e in s.entities:
+            self.entities[e].discard(doc_id)
+            if not self.entities[e]:
+                del self.entities[e]
+        for old in s.supersedes:
+            succ = self.successors.get(old)
+            if succ is not None:
+                succ.discard(doc_id)
+                if not succ:
+                    del self.successors[old]
+        self.links -= len(s.supersedes)
+        self.windows -= s.valid_from is not None or s.valid_to is not None
+
+    # -- temporal rules ----------------------------------------------------------------------------
+
+    def is_temporal(self, slot_policy: bool) -> bool:
+        """Anything that can make a fact non-current: windows, links, or policy-linked slots."""
+        if self.windows or self.links:
+            return True
+        return slot_policy and any(len(ids) > 1 for ids in self.slots.values())
+
+    @staticmethod
+    def _order(doc_id: str, s: Stamp) -> tuple[int, int, str]:
+        return (s.begin, s.ingest_time, doc_id)
+
+    def visible(self, doc_id: str, known_at: int | None) -> bool:
+        s = self.facts.get(doc_id)
+        return s is not None and (known_at is None or s.ingest_time <= known_at)
+
+    def status(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool) -> str:
+        s = self.facts[doc_id]
+        if s.valid_from is not None and t < s.valid_from:
+            return "not-yet-valid"
+        if slot_policy and s.subject is not None and t < s.begin:
+            return "not-yet-valid"
+        if s.valid_to is not None and s.valid_to <= t:
+            return "expired"
+        if self.superseded_by(doc_id, t, known_at, slot_policy):
+            return "superseded"
+        return "current"
+
+    def superseded_by(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool) -> str | None:
+        """A visible fact that supersedes ``doc_id`` and took effect by ``t`` (None if none)."""
+        for g in sorted(self.successors.get(doc_id, ())):
+            sg = self.facts.get(g)
+            if sg is not None and self.visible(g, known_at) and sg.begin <= t:
+                return g
+        s = self.facts[doc_id]
+        if slot_policy and s.subject is not None:
+            mine = self._order(doc_id, s)
+            for g in sorted(self.slots.get((s.namespace, s.subject), ())):
+                if g == doc_id or not self.visible(g, known_at):
+                    continue
+                sg = self.facts[g]
+                if sg.begin <= t and self._order(g, sg) > mine:
+                    return g
+        return None
+
+    def chain(self, doc_id: str, slot_policy: bool) -> tuple[str, ...]:
+        """Every fact connected to ``doc_id`` by supersession (both directions), oldest first."""
+        seen = {doc_id}
+        todo = [doc_id]
+        while todo:
+            current = todo.pop()
+            s = self.facts.get(current)
+            neighbours: set[str] = set(self.successors.get(current, ()))
+            if s is not None:
+                neighbours.update(x for x in s.supersedes if x in self.facts)
+                if slot_policy and s.subject is not None:
+                    neighbours.update(self.slots.get((s.namespace, s.subject), ()))
+            for n in neighbours - seen:
+                seen.add(n)
+                todo.append(n)
+        return tuple(sorted(seen, key=lambda i: self._order(i, self.facts[i])))
+
+    def current_in_slot(self, namespace: str, subject: str, t: int) -> list[str]:
+        """Facts of a slot that are current at ``t`` under latest-by-subject (for reports)."""
+        return [i for i in sorted(self.slots.get((namespace, subject), ()))
+                if self.status(i, t, None, True) == "current"]

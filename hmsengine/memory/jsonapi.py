@@ -1,0 +1,155 @@
+"""The JSON contract: ``memory.call(op, body) -> dict`` for every memory operation.
+
+camelCase field names, unknown fields rejected (``InvalidRequest``), times as integer ms.
+``op`` is the Python method name in camelCase. Results are the camelCase form of the Python
+values; a list result is wrapped as ``{"items": [...]}``. ``get`` of an unknown id is
+``NotFound`` here (a JSON response is always an object), while the Python method returns None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..errors import InvalidRequest, NotFound
+from .values import SCOPE_KINDS, ForgetScope, RememberInput
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def to_json(value: Any) -> Any:
+    """The camelCase JSON form of a value (attrs classes, tuples, dicts)."""
+    if attrs.has(type(value)):
+        return {camel(f.name): to_json(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    return value
+
+
+def _fields(body: object, op: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(body, Mapping):
+        raise InvalidRequest(f"{op}: the body must be a JSON object")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidRequest(f"{unknown[0]}: unknown field for {op}",
+                             hint=f"known: {', '.join(sorted(allowed))}")
+    for name in required:
+        if name not in body:
+            raise InvalidRequest(f"{name}: required for {op}")
+    return {snake(k): v for k, v in body.items()}
+
+
+_REMEMBER = {camel(f.name) for f in attrs.fields(RememberInput)}
+_RECALL = {"query", "k", "asOf", "knownAt", "history", "subject", "entity", "namespace", "kinds",
+           "embedding", "candidateLimit", "explain"}
+
+
+def _input(body: object, where: str) -> RememberInput:
+    fields = _fields(body, where, _REMEMBER, ("text",))
+    for key in ("entities", "supersedes", "sources"):
+        if key in fields and isinstance(fields[key], list):
+            fields[key] = tuple(fields[key])
+    return RememberInput(**fields)
+
+
+def _recall_options(fields: dict[str, Any]) -> dict[str, Any]:
+    kinds = fields.get("kinds")
+    if isinstance(kinds, list):
+        fields["kinds"] = tuple(kinds)
+    return fields
+
+
+def _scope(value: object) -> ForgetScope:
+    if not isinstance(value, Mapping) or len(value) != 1:
+        raise InvalidRequest("scope: expected an object with exactly one key of "
+                             + ", ".join(camel(k) for k in SCOPE_KINDS))
+    ((key, arg),) = value.items()
+    kind = snake(key)
+    if kind not in SCOPE_KINDS:
+        raise InvalidRequest(f"scope.{key}: unknown scope")
+    constructor: Callable[[Any], ForgetScope] = getattr(ForgetScope, kind)
+    return constructor(arg)
+
+
+async def _remember(m: Memory, body: Any) -> Any:
+    return to_json((await m.remember_many([_input(body, "remember")]))[0])
+
+
+async def _remember_many(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "rememberMany", {"inputs"}, ("inputs",))
+    if not isinstance(fields["inputs"], list):
+        raise InvalidRequest("inputs: expected a list")
+    items = [_input(v, f"inputs[{i}]") for i, v in enumerate(fields["inputs"])]
+    return {"items": to_json(await m.remember_many(items))}
+
+
+async def _recall(m: Memory, body: Any) -> Any:
+    fields = _recall_options(_fields(body, "recall", _RECALL, ("query",)))
+    query = fields.pop("query")
+    return {"items": to_json(await m.recall(query, **fields))}
+
+
+async def _explain(m: Memory, body: Any) -> Any:
+    fields = _recall_options(_fields(body, "explain", (_RECALL - {"explain"}) | {"id"}, ("query", "id")))
+    query, doc_id = fields.pop("query"), fields.pop("id")
+    return to_json(await m.explain(query, doc_id, **fields))
+
+
+async def _forget(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "forget", {"scope", "includeChain", "dryRun", "purge"}, ("scope",))
+    scope = _scope(fields.pop("scope"))
+    return to_json(await m.forget(scope, **fields))
+
+
+async def _history(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "history", {"id"}, ("id",))
+    return {"items": to_json(await m.history(fields["id"]))}
+
+
+async def _get(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "get", {"id"}, ("id",))
+    fact = await m.get(fields["id"])
+    if fact is None:
+        raise NotFound(f"no fact {fields['id']!r}")
+    return to_json(fact)
+
+
+async def _apply_forgetting(m: Memory, body: Any) -> Any:
+    return to_json(await m.apply_forgetting(**_fields(body, "applyForgetting", {"dryRun"})))
+
+
+async def _consolidate(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "consolidate", {"dryRun", "allowDestructive"})
+    return to_json(await m.consolidate(**fields))
+
+
+OPERATIONS: dict[str, Callable[[Memory, Any], Awaitable[Any]]] = {
+    "remember": _remember, "rememberMany": _remember_many, "recall": _recall,
+    "explain": _explain, "forget": _forget, "history": _history, "get": _get,
+    "applyForgetting": _apply_forgetting, "consolidate": _consolidate,
+}
+
+
+async def call(memory: Memory, op: str, body: dict[str, Any]) -> dict[str, Any]:
+    handler = OPERATIONS.get(op) if isinstance(op, str) else None
+    if handler is None:
+        raise InvalidRequest(f"op: unknown operation {op!r}",
+                             hint=f"one of {', '.join(sorted(OPERATIONS))}")
+    result = await handler(memory, body if body is not None else {})
+    assert isinstance(result, dict)
+    return result

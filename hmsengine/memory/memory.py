@@ -1,0 +1,242 @@
+"""``Memory``: remember, recall, explain, forget, history and get over an ``Engine``.
+
+Built only on the engine's public methods. Every ``Memory`` over one engine shares one
+:class:`MemoryIndex` (kept current by a commit listener) and one write lock (so idempotency and
+conflict checks are atomic with the write that follows them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import trio
+
+from ..config import MemoryConfig, parse_config
+from ..engine.engine import Engine
+from ..errors import Conflict, InvalidRequest, NotFound
+from . import forget as _forget
+from . import recall as _recall
+from .index import MemoryIndex
+from .inputs import PreparedFact, as_input, prepare
+from .stamp import Stamp, plain_stamp, split_metadata
+from .values import (
+    ConsolidateReport,
+    Explanation,
+    Fact,
+    ForgetReport,
+    ForgetScope,
+    RecallHit,
+    RememberInput,
+    RememberResult,
+)
+
+Embedder = Callable[[list[str]], Any]
+Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
+
+
+class _Shared:
+    """Per-engine state shared by every Memory over it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.index = MemoryIndex()
+        self.index.load(engine.scan_metadata(), engine.revision)
+        engine.add_commit_listener(self.index.on_commit)
+        self.lock = trio.Lock()
+
+
+_SHARED: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary()
+
+
+class Memory:
+    """The memory API over ``engine``. ``config`` is a MemoryConfig or its camelCase JSON."""
+
+    def __init__(self, engine: Engine, config: MemoryConfig | dict[str, Any] | None = None, *,
+                 embedder: Embedder | None = None) -> None:
+        if not isinstance(engine, Engine):
+            raise InvalidRequest(f"engine: expected an Engine, got {type(engine).__name__}")
+        self.engine = engine
+        self.config = parse_config(config)
+        self.embedder = embedder
+        self.observers: list[Observer] = []
+
+    @property
+    def slot_policy(self) -> bool:
+        return self.config.supersession == "latest-by-subject"
+
+    @property
+    def _shared(self) -> _Shared:
+        shared = _SHARED.get(self.engine)
+        if shared is None:
+            shared = _SHARED[self.engine] = _Shared(self.engine)
+        return shared
+
+    @property
+    def index(self) -> MemoryIndex:
+        return self._shared.index
+
+    async def _embed(self, texts: list[str]) -> list[Any] | None:
+        if self.embedder is None:
+            return None
+        vectors = self.embedder(texts)
+        if inspect.isawaitable(vectors):
+            vectors = await vectors
+        vectors = list(vectors)
+        if len(vectors) != len(texts):
+            raise InvalidRequest("embedder: returned a different number of vectors than texts")
+        return vectors
+
+    async def _notify(self, event: str, ids: tuple[str, ...]) -> None:
+        for observer in list(self.observers):
+            result = observer(event, ids)
+            if inspect.isawaitable(result):
+                await result
+
+    # -- remember ------------------------------------------------------------------------------
+
+    async def remember(self, text: str, **fields: Any) -> RememberResult:
+        """Remember one fact; see ``remember_many`` for the guarantees."""
+        return (await self.remember_many([RememberInput(text=text, **fields)]))[0]
+
+    async def remember_many(self, inputs: Sequence[RememberInput | dict[str, Any]]) -> list[RememberResult]:
+        """Remember facts in one journal transaction: all of them or none.
+
+        An input without ``id`` is named after its content, so a retry stores one fact. The same
+        id with the same payload is ``created=False`` and writes nothing (the first ingest time
+        stays); a different payload under an existing id is ``Conflict``. ``supersedes`` must
+        name facts that exist (or come earlier in the batch). Durable when it returns.
+        """
+        if isinstance(inputs, (str, bytes, dict)) or not isinstance(inputs, Sequence):
+            raise InvalidRequest("inputs: expected a list of RememberInput")
+        if not inputs:
+            raise InvalidRequest("inputs: must not be empty")
+        items = [as_input(v, f"inputs[{i}].") for i, v in enumerate(inputs)]
+        missing = [i for i, item in enumerate(items) if item.embedding is None]
+        vectors = await self._embed([items[i].text for i in missing]) if missing else None
+        by_index = dict(zip(missing, vectors, strict=True)) if vectors is not None else {}
+        prepared = [prepare(item, embedder_vector=by_index.get(i),
+                            where=f"inputs[{i}]." if len(items) > 1 else "")
+                    for i, item in enumerate(items)]
+        async with self._shared.lock:
+            results, new = self._check(prepared)
+            if new:
+                now = self.engine.now()
+                await self.engine.put_documents([p.document(now) for p in new])
+        created = tuple(r.id for r in results if r.created)
+        if created:
+            await self._notify("remember", created)
+        return results
+
+    def _check(self, prepared: list[PreparedFact]) -> tuple[list[RememberResult], list[PreparedFact]]:
+        index = self.index
+        results: list[RememberResult] = []
+        new: list[PreparedFact] = []
+        batch: dict[str, PreparedFact] = {}
+        for n, p in enumerate(prepared):
+            where = f"inputs[{n}]." if len(prepared) > 1 else ""
+            existing = index.facts.get(p.id)
+            if p.id in batch:
+                if batch[p.id].stamp.digest != p.stamp.digest:
+                    raise Conflict(f"{where}id: {p.id!r} appears twice with different payloads")
+                results.append(RememberResult(id=p.id, created=False))
+                continue
+            if existing is not None:
+                if existing.digest != p.stamp.digest:
+                    raise Conflict(f"{where}id: {p.id!r} already holds a different fact")
+                results.append(RememberResult(id=p.id, created=False))
+                continue
+            for target in p.stamp.supersedes:
+                if target not in index.facts and target not in batch:
+                    raise InvalidRequest(f"{where}supersedes: no fact {target!r}")
+            batch[p.id] = p
+            new.append(p)
+            results.append(RememberResult(id=p.id, created=True,
+                                          superseded=self._would_supersede(p, batch)))
+        return results, new
+
+    def _would_supersede(self, p: PreparedFact, batch: dict[str, PreparedFact]) -> tuple[str, ...]:
+        """The facts this one supersedes as it is remembered: its explicit links, and under
+        latest-by-subject the slot's facts current just before it takes effect and older than it."""
+        out = list(p.stamp.supersedes)
+        s = p.stamp
+        if self.slot_policy and s.subject is not None:
+            begin = s.begin if (s.valid_from is not None or s.event_time is not None) else self.engine.now()
+            for other in self.index.current_in_slot(s.namespace, s.subject, begin):
+                o = self.index.facts[other]
+                if (o.begin, o.ingest_time, other) < (begin, o.ingest_time + 1, p.id) and other not in out:
+                    out.append(other)
+        return tuple(out)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def fact(self, doc_id: str, stamp: Stamp | None = None) -> Fact | None:
+        doc = await self.engine.get_document(doc_id)
+        if doc is None:
+            return None
+        import json
+
+        metadata_json = None if doc.metadata is None else json.dumps(doc.metadata)
+        parsed, metadata = split_metadata(metadata_json)
+        s = stamp or parsed or plain_stamp()
+        return Fact(
+            id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
+            entities=s.entities, metadata=metadata, embedding=doc.embedding,
+            event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
+            ingest_time=s.ingest_time, supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
+            sources=s.sources, actor=s.actor, importance=s.importance,
+        )
+
+    async def get(self, id: str) -> Fact | None:
+        """The fact ``id``, or None (also for a forgotten one)."""
+        if not isinstance(id, str):
+            raise InvalidRequest("id: expected a string")
+        return await self.fact(id)
+
+    async def history(self, id: str) -> list[Fact]:
+        """The whole supersession chain of ``id``, oldest first; ``NotFound`` if unknown."""
+        if not isinstance(id, str):
+            raise InvalidRequest("id: expected a string")
+        if id not in self.index.facts:
+            raise NotFound(f"no fact {id!r}")
+        facts = [await self.fact(i) for i in self.index.chain(id, self.slot_policy)]
+        return [f for f in facts if f is not None]
+
+    # -- recall, explain, forget (in their own modules) ------------------------------------------
+
+    async def recall(self, query: str, **options: Any) -> list[RecallHit]:
+        """Search, then keep what the temporal options ask for; see memory/recall.py."""
+        return await _recall.recall(self, query, **options)
+
+    async def explain(self, query: str, id: str, **options: Any) -> Explanation:
+        """Why ``id`` came back for ``query`` (or why not), with the same formulas as recall."""
+        return await _recall.explain(self, query, id, **options)
+
+    async def forget(self, scope: ForgetScope, *, include_chain: bool = False, dry_run: bool = False,
+                     purge: bool = False) -> ForgetReport:
+        """Remove the facts of one scope; see memory/forget.py."""
+        report = await _forget.forget(self, scope, include_chain=include_chain, dry_run=dry_run,
+                                      purge=purge)
+        if report.removed and not dry_run:
+            await self._notify("forget", report.removed)
+        return report
+
+    async def apply_forgetting(self, *, dry_run: bool = True) -> ForgetReport:
+        """Forget what the forgetting policy selects (never runs by itself; dry run by default)."""
+        return await _forget.apply_forgetting(self, dry_run=dry_run)
+
+    async def consolidate(self, *, dry_run: bool = True, allow_destructive: bool = False) -> ConsolidateReport:
+        """Merge exact duplicates per the consolidation policy (dry run by default)."""
+        return await _forget.consolidate(self, dry_run=dry_run, allow_destructive=allow_destructive)
+
+    async def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON contract: one implementation of every operation (memory/jsonapi.py)."""
+        from .jsonapi import call
+
+        return await call(self, op, body)
+
+
+def _vector(value: Any) -> np.ndarray | None:
+    return None if value is None else np.asarray(value, dtype=np.float32)

@@ -1,0 +1,126 @@
+"""The fact stamp: what makes a document a fact, stored inside the document itself.
+
+A fact is an ordinary document whose metadata holds, beside the caller's own keys, one reserved
+key ``"_hms"`` with a compact list (positions, not names, keep it small)::
+
+    [1, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
+     ingest_time, supersedes, sources, actor, importance]
+
+``digest`` (32 hex digits) is the sha256 of the fact's canonical payload (everything but the
+id and the ingest time): equal digests mean an idempotent retry, different ones a conflict, and
+a fact without a caller id is named after it. So ``search_documents``, ``delete_document`` and
+``get_document`` keep working on a store the memory API wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+STAMP_KEY = "_hms"
+STAMP_VERSION = 1
+
+
+class Stamp:
+    """The parsed stamp of one fact (the memory index keeps one per fact)."""
+
+    __slots__ = ("actor", "digest", "entities", "event_time", "importance", "ingest_time", "kind",
+                 "namespace", "sources", "subject", "supersedes", "valid_from", "valid_to")
+
+    def __init__(self, *, digest: str, kind: str, namespace: str, subject: str | None,
+                 entities: tuple[str, ...], event_time: int | None, valid_from: int | None,
+                 valid_to: int | None, ingest_time: int, supersedes: tuple[str, ...],
+                 sources: tuple[str, ...], actor: str | None, importance: float | None) -> None:
+        self.digest = digest
+        self.kind = kind
+        self.namespace = namespace
+        self.subject = subject
+        self.entities = entities
+        self.event_time = event_time
+        self.valid_from = valid_from
+        self.valid_to = valid_to
+        self.ingest_time = ingest_time
+        self.supersedes = supersedes
+        self.sources = sources
+        self.actor = actor
+        self.importance = importance
+
+    @property
+    def begin(self) -> int:
+        """When the fact takes effect: valid_from, else event_time, else ingest_time."""
+        if self.valid_from is not None:
+            return self.valid_from
+        if self.event_time is not None:
+            return self.event_time
+        return self.ingest_time
+
+    def to_list(self) -> list[Any]:
+        return [STAMP_VERSION, self.digest, self.kind, self.namespace, self.subject,
+                list(self.entities), self.event_time, self.valid_from, self.valid_to,
+                self.ingest_time, list(self.supersedes), list(self.sources), self.actor,
+                self.importance]
+
+    @classmethod
+    def from_list(cls, raw: list[Any]) -> Stamp:
+        (_v, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
+         ingest_time, supersedes, sources, actor, importance) = raw
+        return cls(digest=digest, kind=kind, namespace=namespace, subject=subject,
+                   entities=tuple(entities), event_time=event_time, valid_from=valid_from,
+                   valid_to=valid_to, ingest_time=ingest_time, supersedes=tuple(supersedes),
+                   sources=tuple(sources), actor=actor, importance=importance)
+
+
+def plain_stamp() -> Stamp:
+    """The stamp a document written without the memory API is read with: a plain fact."""
+    return Stamp(digest="", kind="fact", namespace="default", subject=None, entities=(),
+                 event_time=None, valid_from=None, valid_to=None, ingest_time=0, supersedes=(),
+                 sources=(), actor=None, importance=None)
+
+
+def split_metadata(metadata_json: str | None) -> tuple[Stamp | None, dict[str, Any] | None]:
+    """(stamp or None, the caller's own metadata or None) of a document's metadata JSON."""
+    if metadata_json is None:
+        return None, None
+    body = json.loads(metadata_json)
+    raw = body.pop(STAMP_KEY, None)
+    stamp = None
+    if isinstance(raw, list) and len(raw) == 14 and raw[0] == STAMP_VERSION:
+        try:
+            stamp = Stamp.from_list(raw)
+        except (TypeError, ValueError):
+            stamp = None
+    return stamp, (body or None) if raw is not None else body
+
+
+def stamp_of(metadata_json: str | None) -> Stamp | None:
+    """The stamp alone; cheap for documents that have none."""
+    if metadata_json is None or STAMP_KEY not in metadata_json:
+        return None
+    return split_metadata(metadata_json)[0]
+
+
+def join_metadata(stamp: Stamp, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = dict(metadata or {})
+    out[STAMP_KEY] = stamp.to_list()
+    return out
+
+
+def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
+                   entities: tuple[str, ...], metadata: Mapping[str, Any] | None,
+                   embedding: np.ndarray | None, event_time: int | None, valid_from: int | None,
+                   valid_to: int | None, supersedes: tuple[str, ...], sources: tuple[str, ...],
+                   actor: str | None, importance: float | None) -> str:
+    """sha256 (32 hex digits) of the canonical payload: stable across runs and machines."""
+    body = {
+        "text": text, "kind": kind, "namespace": namespace, "subject": subject,
+        "entities": list(entities), "metadata": metadata, "event_time": event_time,
+        "valid_from": valid_from, "valid_to": valid_to, "supersedes": list(supersedes),
+        "sources": list(sources), "actor": actor, "importance": importance,
+        "embedding": None if embedding is None else np.asarray(embedding, "<f4").tobytes().hex(),
+    }
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]

@@ -1,0 +1,162 @@
+"""The memory API's values: inputs, facts, results, explanations, forget scopes and reports."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..errors import InvalidRequest
+
+Time = int | _dt.datetime
+
+
+@attrs.frozen(kw_only=True)
+class FileRef:
+    """Where a file-backed fact's content lives (see the files layer)."""
+
+    uri: str
+    offset: int
+    length: int
+    format: str | None
+    sha256: str
+    size: int
+    mtime: int
+    summary: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RememberInput:
+    """One fact to remember: the parameters of ``Memory.remember``, text first."""
+
+    text: str
+    id: str | None = None
+    subject: str | None = None
+    entities: Sequence[str] = ()
+    metadata: Mapping[str, Any] | None = None
+    embedding: Sequence[float] | None = None
+    event_time: Time | None = None
+    valid_from: Time | None = None
+    valid_to: Time | None = None
+    supersedes: Sequence[str] = ()
+    kind: str = "fact"
+    namespace: str = "default"
+    sources: Sequence[str] = ()
+    actor: str | None = None
+    importance: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RememberResult:
+    id: str
+    created: bool
+    superseded: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Fact:
+    id: str
+    text: str
+    kind: str
+    namespace: str
+    subject: str | None
+    entities: tuple[str, ...]
+    metadata: dict[str, Any] | None
+    embedding: tuple[float, ...] | None
+    event_time: int | None
+    valid_from: int | None
+    valid_to: int | None
+    ingest_time: int
+    supersedes: tuple[str, ...]
+    sources: tuple[str, ...]
+    actor: str | None
+    importance: float | None
+    file: FileRef | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Explanation:
+    id: str
+    lexical: float | None
+    semantic: float | None
+    fusion: str
+    weights: dict[str, float]
+    matched_terms: tuple[str, ...]
+    recency_multiplier: float
+    historical_multiplier: float
+    status: str
+    evaluated_at: int
+    valid_from: int | None
+    valid_to: int | None
+    rank: int | None
+    chain: tuple[str, ...]
+    score: float | None
+    known: bool = True  # False when known_at hides the fact
+
+
+@attrs.frozen(kw_only=True)
+class RecallHit:
+    fact: Fact
+    score: float
+    status: str
+    explanation: Explanation | None = None
+
+
+SCOPE_KINDS = ("ids", "subject", "entity", "namespace", "ingested_before", "event_before", "metadata")
+
+
+@attrs.frozen(kw_only=True)
+class ForgetScope:
+    """Exactly one scope; build it with the named constructors."""
+
+    kind: str
+    value: Any
+
+    @classmethod
+    def ids(cls, ids: Sequence[str]) -> ForgetScope:
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+            raise InvalidRequest("scope.ids: expected a list of ids")
+        return cls(kind="ids", value=tuple(ids))
+
+    @classmethod
+    def subject(cls, subject: str) -> ForgetScope:
+        return cls(kind="subject", value=subject)
+
+    @classmethod
+    def entity(cls, entity: str) -> ForgetScope:
+        return cls(kind="entity", value=entity)
+
+    @classmethod
+    def namespace(cls, namespace: str) -> ForgetScope:
+        return cls(kind="namespace", value=namespace)
+
+    @classmethod
+    def ingested_before(cls, t: Time) -> ForgetScope:
+        return cls(kind="ingested_before", value=t)
+
+    @classmethod
+    def event_before(cls, t: Time) -> ForgetScope:
+        return cls(kind="event_before", value=t)
+
+    @classmethod
+    def metadata(cls, match: Mapping[str, Any]) -> ForgetScope:
+        if not isinstance(match, Mapping) or not match:
+            raise InvalidRequest("scope.metadata: expected a non-empty object of key: value")
+        return cls(kind="metadata", value=dict(match))
+
+
+@attrs.frozen(kw_only=True)
+class ForgetReport:
+    removed: tuple[str, ...]
+    relinked: tuple[str, ...]
+    dry_run: bool
+
+
+@attrs.frozen(kw_only=True)
+class ConsolidateReport:
+    created: tuple[str, ...]
+    superseded: tuple[str, ...]
+    removed: tuple[str, ...]
+    dry_run: bool
