@@ -30,7 +30,7 @@ from .store import StoreCore
 from .state import doc_key
 from .txn import StoredOp, StoredPut
 
-MAX_SEGMENTS = 10
+MAX_SEGMENTS = 6
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
 FOLD_AT = 512
 FOLD_IDLE_SECONDS = 0.05
@@ -75,6 +75,22 @@ class Indexer:
         )
         return attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64))
 
+    def load_texts(self, segment: Segment) -> list[str]:
+        """The texts of a segment's documents that are still that version ("" for the others:
+        they are dead in every snapshot that could ask). Runs in a worker thread or inline."""
+        table = self._core.table
+        texts = []
+        for doc_id, key in zip(segment.ids, segment.docnums, strict=True):
+            entry = table.get(doc_id)
+            if entry is None or entry.key != int(key):
+                texts.append("")
+                continue
+            try:
+                texts.append(self._core.read_text(entry.offset, entry.length, entry.crc))
+            except HmsError:
+                texts.append("")  # replaced or compacted meanwhile: dead by now
+        return texts
+
     def install(self, revision: int, batch: Sequence[tuple[int, Sequence[StoredOp]]]) -> None:
         """Publish the snapshot of ``revision``: O(changes), no tokenizing on the write path.
 
@@ -102,7 +118,8 @@ class Indexer:
                 self._meta_update(op)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         self.snapshot = Snapshot(revision=revision, segments=segments, tail=tuple(tail),
-                                 tail_dead=frozenset(tail_dead), build_tail=self.build_tail)
+                                 tail_dead=frozenset(tail_dead), build_tail=self.build_tail,
+                                 load_texts=self.load_texts)
         # Wake the builder only when there is something new for it to decide: a tail just
         # started (its idle timer), a full tail, or deletions in folded segments.
         if not snap.tail or len(tail) >= FOLD_AT or dead_folded:
@@ -180,7 +197,7 @@ class Indexer:
             self.rebuilt_documents += len(chunk)
         views = await self._disjoint(views)
         self.snapshot = Snapshot(revision=table.revision, segments=tuple(views),
-                                 build_tail=self.build_tail)
+                                 build_tail=self.build_tail, load_texts=self.load_texts)
         if self._persistent and self.rebuilt_documents >= PERSIST_AT:
             self._wake.set()  # persist soon, so the next open need not tokenize them again
 
@@ -356,7 +373,7 @@ class Indexer:
         self.snapshot = Snapshot(
             revision=snap.revision, segments=segments, tail=snap.tail[len(tail):],
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
-            build_tail=self.build_tail,
+            build_tail=self.build_tail, load_texts=self.load_texts,
         )
         self.folds += 1
         if self.snapshot.tail:

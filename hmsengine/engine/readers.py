@@ -100,6 +100,7 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
     return executor.Query(
         terms=executor.query_terms(indexer.analyzer.query_terms(query)), k=k, embedding=vector,
         ngram=ngram, lexical_weight=lw, semantic_weight=sw, allowed=allowed, candidates=picked,
+        dim=indexer.dim,
     )
 
 
@@ -108,9 +109,10 @@ async def search_documents(indexer: Indexer, query: object, **options: Any) -> l
     q = build_query(indexer, query, **options)
     if q is None:
         return []
-    if executor.estimate_work(snap, q) <= INLINE_WORK:
-        scored = executor.run(snap, q)
+    prepared = executor.prepare(snap, q)
+    if prepared.work <= INLINE_WORK:
+        scored = executor.run(snap, q, prepared)
     else:
-        scored = await trio.to_thread.run_sync(executor.run, snap, q)
+        scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
     return [Hit(id=snap.id_of(s.docnum), score=s.score, lexical=s.lexical, semantic=s.semantic)
             for s in scored]

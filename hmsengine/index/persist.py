@@ -54,10 +54,15 @@ _ARRAYS = (
     ("term_docs", lambda s: s.terms.doc_ids), ("term_tfs", lambda s: s.terms.values),
     ("doc_lens", lambda s: s.doc_lens), ("df", lambda s: s.df),
     ("fwd_offsets", lambda s: s.forward.offsets), ("fwd_terms", lambda s: s.forward.doc_ids),
-    ("fwd_values", lambda s: s.forward.values), ("gram_offsets", lambda s: s.ngrams.offsets),
-    ("gram_docs", lambda s: s.ngrams.doc_ids), ("gram_values", lambda s: s.ngrams.values),
+    ("fwd_values", lambda s: s.forward.values), ("gram_offsets", lambda s: _grams(s, "offsets")),
+    ("gram_docs", lambda s: _grams(s, "doc_ids")), ("gram_values", lambda s: _grams(s, "values")),
     ("has_embedding", lambda s: s.has_embedding), ("embeddings", lambda s: s.embeddings),
 )
+
+
+def _grams(segment: Segment, field: str) -> np.ndarray | None:
+    built = segment.ngrams_if_built
+    return None if built is None else getattr(built, field)
 
 
 def _aad(name: str) -> bytes:
@@ -125,7 +130,7 @@ def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
             forward=Postings(offsets=arrays["fwd_offsets"], doc_ids=arrays["fwd_terms"],
                              values=arrays["fwd_values"]),
             ngrams=Postings(offsets=arrays["gram_offsets"], doc_ids=arrays["gram_docs"],
-                            values=arrays["gram_values"]),
+                            values=arrays["gram_values"]) if "gram_offsets" in arrays else None,
             embeddings=arrays.get("embeddings"), has_embedding=arrays["has_embedding"],
         )
     except (KeyError, ValueError, TypeError, struct.error) as exc:

@@ -59,6 +59,7 @@ class Query:
     semantic_weight: float = 1.0
     allowed: dict[int, np.ndarray] | None = None  # view index -> allowed uint8 mask
     candidates: dict[int, np.ndarray] | None = None  # view index -> sorted local docs (small sets)
+    dim: int = 4096  # the n-gram dimension
 
 
 @attrs.frozen(kw_only=True)
@@ -73,39 +74,48 @@ def query_terms(terms: Sequence[str]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(Counter(terms).items()))
 
 
-def _lexical_weights(snap: Snapshot, terms: tuple[tuple[str, int], ...]) -> np.ndarray:
-    n = snap.n_live
-    df = np.zeros(len(terms), dtype=np.int64)
+@attrs.frozen(kw_only=True, eq=False)
+class Prepared:
+    """What every step of one query needs, computed once: local term ids per view, the BM25
+    weights (global idf x multiplicity), and the estimated work."""
+
+    local_terms: list[np.ndarray]
+    weights: np.ndarray | None
+    work: int
+
+
+def prepare(snap: Snapshot, q: Query) -> Prepared:
+    n_terms = len(q.terms)
+    df = np.zeros(n_terms, dtype=np.int64)
+    local_terms = []
+    work = 0
     for view in snap.views:
-        vocab = view.segment.vocab
-        for i, (term, _) in enumerate(terms):
-            local = vocab.get(term)
-            if local is not None:
-                df[i] += view.df[local]
-    idf = np.asarray(bm25_idf(df, n), dtype=np.float64)
-    mult = np.asarray([m for _, m in terms], dtype=np.float64)
-    return idf * mult
-
-
-def _local_terms(view: SegmentView, terms: tuple[tuple[str, int], ...]) -> np.ndarray:
-    vocab = view.segment.vocab
-    return np.asarray([vocab.get(t, -1) for t, _ in terms], dtype=np.int32)
+        seg = view.segment
+        vocab = seg.vocab
+        ids = np.fromiter((vocab.get(t, -1) for t, _ in q.terms), dtype=np.int32, count=n_terms)
+        local_terms.append(ids)
+        found = ids >= 0
+        if found.any():
+            known = ids[found].astype(np.int64)
+            offsets = seg.terms.offsets
+            work += int((offsets[known + 1] - offsets[known]).sum())
+            df[found] += view.df[known]
+        if q.ngram is not None:
+            built = seg.ngrams_if_built
+            # Not built yet: the first n-gram query reads and hashes the texts, so it is large.
+            work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None else 10 ** 9
+        if q.embedding is not None and seg.embeddings is not None:
+            work += seg.embeddings.size
+    weights = None
+    if n_terms:
+        idf = np.asarray(bm25_idf(df, snap.n_live), dtype=np.float64)
+        weights = idf * np.asarray([m for _, m in q.terms], dtype=np.float64)
+    return Prepared(local_terms=local_terms, weights=weights, work=work)
 
 
 def estimate_work(snap: Snapshot, q: Query) -> int:
     """Postings and vector entries a query will touch: the inline-or-thread decision."""
-    work = 0
-    for view in snap.views:
-        seg = view.segment
-        ids = _local_terms(view, q.terms)
-        ids = ids[ids >= 0].astype(np.int64)
-        if ids.size:
-            work += seg.terms.lengths(ids)
-        if q.ngram is not None:
-            work += seg.ngrams.lengths(q.ngram[0].astype(np.int64))
-        if q.embedding is not None and seg.embeddings is not None:
-            work += seg.embeddings.size
-    return work
+    return prepare(snap, q).work
 
 
 def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
@@ -114,12 +124,13 @@ def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
     return view.live
 
 
-def _lexical(snap: Snapshot, q: Query, weights: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndarray, np.ndarray]:
     parts = []
     avgdl = snap.avgdl
+    weights = p.weights
     for i, view in enumerate(snap.views):
         seg = view.segment
-        ids = _local_terms(view, q.terms)
+        ids = p.local_terms[i]
         if not (ids >= 0).any():
             continue
         norms = view.norms(avgdl)
@@ -154,7 +165,7 @@ def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray
     buckets, weights = q.ngram
     parts = []
     for i, view in enumerate(snap.views):
-        g = view.segment.ngrams
+        g = view.segment.ngram_postings(snap.load_texts, q.dim)
         if q.candidates is not None:
             docs = q.candidates.get(i)
             if docs is None or docs.size == 0:
@@ -194,14 +205,14 @@ def _rank_map(docs: np.ndarray) -> dict[int, int]:
     return {int(d): r for r, d in enumerate(docs, start=1)}
 
 
-def run(snap: Snapshot, q: Query) -> list[Scored]:
+def run(snap: Snapshot, q: Query, prepared: Prepared | None = None) -> list[Scored]:
     """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first."""
+    p = prepared if prepared is not None else prepare(snap, q)
     signals: list[tuple[str, float, np.ndarray, np.ndarray]] = []
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k
     if q.terms:
-        weights = _lexical_weights(snap, q.terms)
-        s, d = _lexical(snap, q, weights, depth)
+        s, d = _lexical(snap, q, p, depth)
         signals.append(("lexical", q.lexical_weight, s, d))
     if q.embedding is not None:
         s, d = _cosine(snap, q, depth)
@@ -215,16 +226,17 @@ def run(snap: Snapshot, q: Query) -> list[Scored]:
         _, _, s, d = signals[0]
         return [Scored(docnum=int(doc), score=float(sc), lexical=float(sc), semantic=None)
                 for sc, doc in zip(s, d, strict=True)]
-    return _fuse(snap, q, signals)
+    return _fuse(snap, q, p, signals)
 
 
-def _fuse(snap: Snapshot, q: Query, signals: list[tuple[str, float, np.ndarray, np.ndarray]]) -> list[Scored]:
+def _fuse(snap: Snapshot, q: Query, p: Prepared,
+          signals: list[tuple[str, float, np.ndarray, np.ndarray]]) -> list[Scored]:
     """Weighted RRF over the union of each signal's top ``depth``; ties by docnum."""
     candidates = sorted({int(d) for _, _, _, docs in signals for d in docs})
     # Each signal's ranking of the candidates: its own top list already is that ranking for the
     # candidates it scored; a candidate outside a signal's list was not ranked by it unless its
     # exact score can be computed, which we do so that every candidate is ranked fairly.
-    exact = _exact_scores(snap, q, candidates, [name for name, *_ in signals])
+    exact = _exact_scores(snap, q, p, candidates, [name for name, *_ in signals])
     total = dict.fromkeys(candidates, 0.0)
     for name, weight, _, _ in signals:
         scored = [(exact[name][c], c) for c in candidates if exact[name].get(c) is not None]
@@ -242,14 +254,15 @@ def _fuse(snap: Snapshot, q: Query, signals: list[tuple[str, float, np.ndarray, 
     return out
 
 
-def _exact_scores(snap: Snapshot, q: Query, candidates: list[int], names: list[str]) -> dict[str, dict[int, float]]:
+def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: list[int],
+                  names: list[str]) -> dict[str, dict[int, float]]:
     """Each signal's exact score of each candidate it matches (absent: not ranked by it)."""
     out: dict[str, dict[int, float]] = {name: {} for name in names}
     by_view: dict[int, list[int]] = {}
     for c in candidates:
         i, local = snap.view_of(c)
         by_view.setdefault(i, []).append(local)
-    weights = _lexical_weights(snap, q.terms) if q.terms else None
+    weights = p.weights
     avgdl = snap.avgdl
     for i, locals_ in by_view.items():
         view = snap.views[i]
@@ -257,14 +270,14 @@ def _exact_scores(snap: Snapshot, q: Query, candidates: list[int], names: list[s
         docs = np.asarray(locals_, dtype=np.int32)
         nums = seg.docnums[docs]
         if "lexical" in out and weights is not None:
-            ids = _local_terms(view, q.terms)
+            ids = p.local_terms[i]
             scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
                                      view.norms(avgdl), ids, weights, docs)
             for num, s, m in zip(nums, scores, _matched(seg.terms, ids, docs), strict=True):
                 if m:
                     out["lexical"][int(num)] = float(s)
         if "ngram" in out and q.ngram is not None:
-            g = seg.ngrams
+            g = seg.ngram_postings(snap.load_texts, q.dim)
             scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, q.ngram[0], q.ngram[1], docs)
             for num, s, m in zip(nums, scores, _matched(g, q.ngram[0], docs), strict=True):
                 if m:

@@ -9,6 +9,7 @@ seeing exactly that revision, and never blocks the writer.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -78,7 +79,8 @@ class Snapshot:
     tail: tuple[TailDoc, ...] = ()
     tail_dead: frozenset[int] = frozenset()
     build_tail: Callable[[Sequence[TailDoc]], Segment] | None = None
-    _cache: dict[str, tuple[SegmentView, ...]] = attrs.field(factory=dict, init=False)
+    load_texts: Callable[[Segment], list[str]] | None = None
+    _cache: dict[str, Any] = attrs.field(factory=dict, init=False)
 
     @property
     def views(self) -> tuple[SegmentView, ...]:
@@ -102,8 +104,11 @@ class Snapshot:
 
     def view_of(self, docnum: int) -> tuple[int, int]:
         """(view index, local number) of a global docnum, or (-1, -1)."""
-        firsts = [v.segment.first for v in self.views]
-        i = int(np.searchsorted(np.asarray(firsts, dtype=np.int64), docnum, side="right")) - 1
+        firsts = self._cache.get("firsts")
+        if firsts is None:
+            firsts = self._cache["firsts"] = np.asarray([v.segment.first for v in self.views],
+                                                       dtype=np.int64)
+        i = int(np.searchsorted(firsts, docnum, side="right")) - 1
         if i < 0:
             return -1, -1
         local = self.views[i].segment.local(docnum)
