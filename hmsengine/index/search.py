@@ -15,9 +15,11 @@ rank counted from 1; ``score = sum(weight / (RRF_K + rank))``.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -30,7 +32,9 @@ from ..kernels.bm25 import (
     sparse_accumulate,
     sparse_score_docs,
 )
+from ..kernels.bm25 import K1_PLUS_1
 from ..kernels.cosine import cosine_topk
+from ..kernels.pruning import bm25_add_touched, kth_best
 from ..kernels.topk import merge_topk, topk_touched
 from .snapshot import SegmentView, Snapshot
 
@@ -85,21 +89,21 @@ class Prepared:
 
 
 def prepare(snap: Snapshot, q: Query) -> Prepared:
-    n_terms = len(q.terms)
-    df = np.zeros(n_terms, dtype=np.int64)
+    terms = [t for t, _ in q.terms]
+    df = [0] * len(terms)
     local_terms = []
     work = 0
     for view in snap.views:
         seg = view.segment
-        vocab = seg.vocab
-        ids = np.fromiter((vocab.get(t, -1) for t, _ in q.terms), dtype=np.int32, count=n_terms)
-        local_terms.append(ids)
-        found = ids >= 0
-        if found.any():
-            known = ids[found].astype(np.int64)
-            offsets = seg.terms.offsets
-            work += int((offsets[known + 1] - offsets[known]).sum())
-            df[found] += view.df[known]
+        get = seg.vocab.get
+        ids = [get(t, -1) for t in terms]
+        offsets = seg.terms.offsets
+        view_df = view.df
+        for j, local in enumerate(ids):
+            if local >= 0:
+                work += int(offsets[local + 1] - offsets[local])
+                df[j] += int(view_df[local])
+        local_terms.append(np.asarray(ids, dtype=np.int32))
         if q.ngram is not None:
             built = seg.ngrams_if_built
             # Not built yet: the first n-gram query reads and hashes the texts, so it is large.
@@ -107,8 +111,8 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
         if q.embedding is not None and seg.embeddings is not None:
             work += seg.embeddings.size
     weights = None
-    if n_terms:
-        idf = np.asarray(bm25_idf(df, snap.n_live), dtype=np.float64)
+    if terms:
+        idf = np.asarray(bm25_idf(np.asarray(df, dtype=np.int64), snap.n_live), dtype=np.float64)
         weights = idf * np.asarray([m for _, m in q.terms], dtype=np.float64)
     return Prepared(local_terms=local_terms, weights=weights, work=work)
 
@@ -143,12 +147,56 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndar
             matched = _matched(seg.terms, ids, docs)
             parts.append((scores[matched], seg.docnums[docs[matched]]))
             continue
-        acc, seen, touched = _scratch(seg.n_docs)
-        n = bm25_accumulate(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values, norms, ids,
-                            weights, _allowed(view, q, i), acc, seen, touched, 0)
-        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
-        parts.append((scores, seg.docnums[local]))
+        parts.append(_segment_lexical(seg, norms, ids, weights, _allowed(view, q, i), depth))
     return merge_topk(parts, depth)
+
+
+# Below this many postings in a segment the pruning bookkeeping costs more than it saves.
+PRUNE_MIN_POSTINGS = 40_000
+
+
+def _segment_lexical(seg: Any, norms: np.ndarray, ids: np.ndarray, weights: np.ndarray,
+                     allowed: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """One segment's top ``depth`` by BM25, with MaxScore pruning (kernels/pruning.py) when
+    the segment's postings for the query are many.
+
+    Terms run from the largest upper bound (idf x multiplicity x (k1 + 1)) down; once the
+    remaining terms' bounds cannot lift an untouched document above the current k-th best
+    partial score, they are only added to touched documents. The best candidates (with a
+    margin) are then re-scored in the canonical term order: bit-identical to no pruning.
+    """
+    t = seg.terms
+    acc, seen, touched = _scratch(seg.n_docs)
+    valid = [j for j in range(len(ids)) if ids[j] >= 0]
+    postings = sum(int(t.offsets[ids[j] + 1] - t.offsets[ids[j]]) for j in valid)
+    if len(valid) < 2 or postings < PRUNE_MIN_POSTINGS:
+        n = bm25_accumulate(t.offsets, t.doc_ids, t.values, norms, ids, weights, allowed,
+                            acc, seen, touched, 0)
+        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
+        return scores, seg.docnums[local]
+    bounds = {j: float(weights[j]) * K1_PLUS_1 for j in valid}
+    order = sorted(valid, key=lambda j: (-bounds[j], j))
+    remaining = [0.0] * (len(order) + 1)
+    for pos in range(len(order) - 1, -1, -1):
+        remaining[pos] = remaining[pos + 1] + bounds[order[pos]]
+    n = 0
+    theta = -math.inf
+    for pos, j in enumerate(order):
+        if n >= depth and remaining[pos] < theta:
+            for rest in order[pos:]:
+                bm25_add_touched(t.offsets, t.doc_ids, t.values, norms, int(ids[rest]),
+                                 float(weights[rest]), acc, seen, touched, n)
+            break
+        n = bm25_accumulate(t.offsets, t.doc_ids, t.values, norms, ids[j:j + 1], weights[j:j + 1],
+                            allowed, acc, seen, touched, n)
+        if pos + 1 < len(order):
+            theta = kth_best(acc, touched, n, depth)
+    _, local = topk_touched(acc, seen, touched, n, 2 * depth + 8, 0)
+    local = local.astype(np.int32)
+    exact = bm25_score_docs(t.offsets, t.doc_ids, t.values, norms, ids, weights, local)
+    docnums = seg.docnums[local]
+    best = np.lexsort((docnums, -exact))[:depth]
+    return exact[best], docnums[best]
 
 
 def _matched(postings: object, ids: np.ndarray, docs: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ seeing exactly that revision, and never blocks the writer.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -106,13 +107,13 @@ class Snapshot:
         """(view index, local number) of a global docnum, or (-1, -1)."""
         firsts = self._cache.get("firsts")
         if firsts is None:
-            firsts = self._cache["firsts"] = np.asarray([v.segment.first for v in self.views],
-                                                       dtype=np.int64)
-        i = int(np.searchsorted(firsts, docnum, side="right")) - 1
+            firsts = self._cache["firsts"] = [v.segment.first for v in self.views]
+        i = bisect.bisect_right(firsts, docnum) - 1
         if i < 0:
             return -1, -1
-        local = self.views[i].segment.local(docnum)
-        return (i, local) if local >= 0 else (-1, -1)
+        docnums = self.views[i].segment.docnums
+        local = int(docnums.searchsorted(docnum))
+        return (i, local) if local < docnums.shape[0] and docnums[local] == docnum else (-1, -1)
 
     def id_of(self, docnum: int) -> str:
         i, local = self.view_of(docnum)

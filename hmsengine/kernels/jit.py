@@ -58,7 +58,7 @@ def warm_up() -> None:
     specialisation on first use (seconds). Blocking and CPU-bound: run it in a worker thread.
     """
     # Imported here: the kernel modules import ``jit`` from this module.
-    from hmsengine.kernels import bm25, cosine, ngram, topk
+    from hmsengine.kernels import bm25, cosine, ngram, pruning, topk
 
     n_docs = 3
     offsets = np.array([0, 2, 3], dtype=np.int64)
@@ -81,6 +81,12 @@ def warm_up() -> None:
         topk.reset_touched(acc, seen, touched, n)
         bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
         bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
+        n = bm25.bm25_accumulate(
+            off, ids, vals, norms, term_ids[:1], weights[:1], allowed, acc, seen, touched, 0
+        )
+        pruning.kth_best(acc, touched, n, 1)
+        pruning.bm25_add_touched(off, ids, vals, norms, 1, 0.5, acc, seen, touched, n)
+        topk.topk_touched(acc, seen, touched, n, 2, 0)
     bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
     indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
     ngram.csr_transpose(indptr, indices, values, 64)
