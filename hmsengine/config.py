@@ -84,7 +84,8 @@ def _object(value: object, field: str, allowed: set[str]) -> Mapping[str, Any]:
         raise InvalidRequest(f"{field}: expected an object, got {type(value).__name__}")
     unknown = sorted(set(value) - allowed)
     if unknown:
-        raise InvalidRequest(f"{field}.{unknown[0]}: unknown field", hint=f"known: {', '.join(sorted(allowed))}")
+        raise InvalidRequest(f"{field}.{unknown[0]}: unknown field",
+                             hint=f"known: {', '.join(sorted(allowed))}")
     return value
 
 
@@ -132,7 +133,8 @@ def parse_config(body: object) -> MemoryConfig:
         forgetting = Forgetting(
             max_age_ms={k: _positive_int(v, f"config.forgetting.maxAgeMs.{k}") for k, v in ages.items()},
             expired_older_than_ms=(None if f.get("expiredOlderThanMs") is None else
-                                   _positive_int(f["expiredOlderThanMs"], "config.forgetting.expiredOlderThanMs")),
+                                   _positive_int(f["expiredOlderThanMs"],
+                                                 "config.forgetting.expiredOlderThanMs")),
         )
     consolidation = Consolidation()
     if "consolidation" in top:

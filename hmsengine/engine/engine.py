@@ -24,12 +24,13 @@ import trio
 
 from ..clock import checked_clock
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
-from ..storage.directory import Directory, FsDirectory, MemoryDirectory
-from ..storage.keys import check_key_argument
 from ..index.analyzer import get_analyzer
 from ..kernels.jit import warm_up
+from ..storage.directory import Directory, FsDirectory, MemoryDirectory
+from ..storage.keys import check_key_argument
 from . import readers
 from .actor import ReplySlot, raise_single
+from .compaction import CompactReport
 from .indexer import Indexer
 from .store import StoreCore
 from .values import (
@@ -46,8 +47,7 @@ from .values import (
     make_put,
     make_puts,
 )
-from .compaction import CompactReport
-from .writer import CompactRequest, SyncRequest, WriteRequest, WriterActor
+from .writer import CompactRequest, SyncRequest, WriterActor, WriteRequest
 
 # Texts up to this size are read and decompressed inline on the event loop (a few microseconds);
 # larger ones go to a worker thread so a reader never stalls the loop (PERF-NOTES: a hop costs
@@ -70,7 +70,8 @@ def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
 class Engine:
     """An open store. Create it with ``async with Engine.open(path) as engine``."""
 
-    def __init__(self, core: StoreCore, send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
+    def __init__(self, core: StoreCore,
+                 send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
                  writer: WriterActor, indexer: Indexer, clock: Callable[[], int]) -> None:
         self._core = core
         self._indexer = indexer

@@ -26,8 +26,8 @@ from ..index import persist
 from ..index.analyzer import Analyzer
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
-from .store import StoreCore
 from .state import doc_key
+from .store import StoreCore
 from .txn import StoredOp, StoredPut
 
 MAX_SEGMENTS = 6
@@ -218,8 +218,8 @@ class Indexer:
                 result.append(group[0])
                 continue
             edim = self._core.table.embedding_dim
-            merged = await trio.to_thread.run_sync(lambda g=group: merge_segments(
-                [v.segment for v in g], [v.live for v in g], dim=self.dim, embedding_dim=edim))
+            merged = await trio.to_thread.run_sync(lambda g=group, e=edim: merge_segments(
+                [v.segment for v in g], [v.live for v in g], dim=self.dim, embedding_dim=e))
             result.append(SegmentView.fresh(merged))
         return result
 

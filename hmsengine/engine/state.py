@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 # A document version's key: its place in the commit order (revision, then position in the
 # transaction; a transaction holds at most 10,000 operations). The search index uses it as the
 # document number, so ties rank by commit order whatever the index's history.

@@ -20,8 +20,8 @@ from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
 from ..storage import manifest
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle
-from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, encode_frame
+from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment, record_crc
 from .state import DocEntry, DocTable

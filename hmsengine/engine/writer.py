@@ -62,6 +62,9 @@ class WriteRequest:
     slot: ReplySlot[list[PutResult | DeleteResult]]
 
 
+_Accepted = tuple[WriteRequest, list[PutResult | DeleteResult]]
+
+
 class WriterActor:
     def __init__(self, core: StoreCore,
                  receive: trio.MemoryReceiveChannel[WriteRequest | CompactRequest | SyncRequest],
@@ -112,7 +115,7 @@ class WriterActor:
 
     # -- one batch -------------------------------------------------------------------------
 
-    def _plan(self, batch: list[WriteRequest]) -> tuple[list[PlannedTxn], list[tuple[WriteRequest, list[PutResult | DeleteResult]]]]:
+    def _plan(self, batch: list[WriteRequest]) -> tuple[list[PlannedTxn], list[_Accepted]]:
         """Check each transaction against the table and the batch's earlier transactions."""
         table = self._core.table
         staged: dict[str, bool] = {}

@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from ..kernels.bm25 import (
+    K1_PLUS_1,
     bm25_accumulate,
     bm25_idf,
     bm25_score_docs,
@@ -32,7 +33,6 @@ from ..kernels.bm25 import (
     sparse_accumulate,
     sparse_score_docs,
 )
-from ..kernels.bm25 import K1_PLUS_1
 from ..kernels.cosine import cosine_topk
 from ..kernels.pruning import bm25_add_touched, kth_best
 from ..kernels.topk import merge_topk, topk_touched

@@ -73,7 +73,8 @@ def _resolve(index: MemoryIndex, links: tuple[str, ...], removed: set[str]) -> t
     return tuple(out)
 
 
-def plan_forget(memory: Memory, scope: ForgetScope, include_chain: bool) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+def plan_forget(memory: Memory, scope: ForgetScope,
+                include_chain: bool) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     index = memory.index
     matched = _match(memory, scope)
     if include_chain:

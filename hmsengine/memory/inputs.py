@@ -136,4 +136,5 @@ def as_input(value: object, where: str = "") -> RememberInput:
         if "text" not in value:
             raise InvalidRequest(f"{where}text: required")
         return RememberInput(**value)
-    raise InvalidRequest(f"{where.rstrip('.') or 'input'}: expected a RememberInput, got {type(value).__name__}")
+    raise InvalidRequest(
+        f"{where.rstrip('.') or 'input'}: expected a RememberInput, got {type(value).__name__}")

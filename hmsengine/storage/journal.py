@@ -15,9 +15,9 @@ Frame layout (little-endian, 32-byte header, then the stored payload)::
 
 A transaction frame's sequence is the previous frame's sequence plus one (the revision it
 creates); a checkpoint frame repeats the current revision. Base frames (written by compaction)
-open a journal: they carry the live documents as of the revision in their sequence. The magic is non-zero and the header
-checksum is xored with a constant, so an all-zero region (crc32 of zeros would otherwise pass)
-never validates as a frame.
+open a journal: they carry the live documents as of the revision in their sequence. The magic is
+non-zero and the header checksum is xored with a constant, so an all-zero region (crc32 of zeros
+would otherwise pass) never validates as a frame.
 
 Recovery (:func:`scan`): frames are read in order. At the first frame that does not validate,
 the rest of the file is searched for any later valid frame. If there is one, the damage is not a

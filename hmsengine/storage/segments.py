@@ -86,7 +86,8 @@ def decode_record(
 class TextSegment:
     """``documents.text`` of one generation: append records, read them back, zero them in place."""
 
-    def __init__(self, handle: FileHandle, *, codec: Codec, where: str, file_label: bytes, version: int) -> None:
+    def __init__(self, handle: FileHandle, *, codec: Codec, where: str, file_label: bytes,
+                 version: int) -> None:
         self.handle = handle
         self.codec = codec
         self.where = where

@@ -13,7 +13,7 @@ import time
 from hmsengine import Engine
 
 sys.path.insert(0, os.path.dirname(__file__))
-from kill_child import text_for  # noqa: E402
+from kill_child import text_for
 
 KILLS = int(os.environ.get("HMS_CRASH_KILLS", "50"))
 CHILD = os.path.join(os.path.dirname(__file__), "kill_child.py")

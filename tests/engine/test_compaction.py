@@ -12,7 +12,7 @@ import trio
 from hmsengine import CorruptStore, Engine, InvalidRequest, WrongKey
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from markers import files_containing  # noqa: E402
+from markers import files_containing
 
 KEY = bytes(range(32))
 

@@ -185,7 +185,6 @@ async def test_second_open_is_locked(disk_path):
 
 async def test_lock_held_against_another_process(disk_path):
     """Another process cannot open a store this process holds."""
-    import subprocess
     import sys
 
     code = (

@@ -19,7 +19,7 @@ from hmsengine import (
     RememberInput,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = 86_400_000
 
 
@@ -194,7 +194,7 @@ def test_unknown_config_key_is_invalid():
     """An unknown MemoryConfig key is InvalidRequest naming it."""
     from hmsengine import MemoryConfig
 
-    with pytest.raises(InvalidRequest, match="config.supersesion"):
+    with pytest.raises(InvalidRequest, match=r"config\.supersesion"):
         MemoryConfig.from_json({"supersesion": "latest-by-subject"})
     with pytest.raises(InvalidRequest, match="halfLifeMs"):
         MemoryConfig.from_json({"recency": {"kind": "exponential"}})
@@ -337,7 +337,8 @@ async def test_policies_maintenance_is_dry_by_default():
         assert dry.removed == ("old",) and dry.dry_run and await memory.get("old") is not None
         assert (await memory.apply_forgetting(dry_run=False)).removed == ("old",)
         report = await memory.consolidate()
-        assert report.dry_run and report.superseded == ("d1", "d2") and await memory.get(report.created[0]) is None
+        assert report.dry_run and report.superseded == ("d1", "d2")
+        assert await memory.get(report.created[0]) is None
         done = await memory.consolidate(dry_run=False)
         assert done.removed == () and len(done.created) == 1  # not destructive without permission
         hits = await memory.recall("jazz")

@@ -115,7 +115,8 @@ async def test_deleted_text_is_zeroed_in_place(disk_path):
     pos = raw.find(TEXT_MAGIC)
     while pos >= 0:
         n = int.from_bytes(raw[pos + 8:pos + 12], "little")
-        texts.append(zstandard.ZstdDecompressor().decompress(raw[pos + RECORD_HEADER_SIZE: pos + RECORD_HEADER_SIZE + n]))
+        start = pos + RECORD_HEADER_SIZE
+        texts.append(zstandard.ZstdDecompressor().decompress(raw[start:start + n]))
         pos = raw.find(TEXT_MAGIC, pos + 1)
     assert texts == [b"something else"]
 

@@ -64,7 +64,8 @@ def test_any_truncation_is_a_torn_tail_and_keeps_the_prefix(payloads, data):
     blob, offsets = build(payloads)
     cut = data.draw(st.integers(0, len(blob)))
     result = run_scan(blob[:cut])
-    whole = [i for i, off in enumerate(offsets) if (offsets + [len(blob)])[i + 1] <= cut]
+    ends = [*offsets[1:], len(blob)]
+    whole = [i for i in range(len(offsets)) if ends[i] <= cut]
     assert [f.payload for f in result.frames] == [payloads[i] for i in whole]
 
 
@@ -141,8 +142,9 @@ def test_newer_frame_at_the_tail_is_refused_not_truncated():
 
 def test_unknown_codec_flags_are_refused():
     """A frame whose codec flags this build does not know is damage, not plain data."""
-    from hmsengine.storage.journal import PREFIX, HEADER_CRC_XOR
     import zlib
+
+    from hmsengine.storage.journal import HEADER_CRC_XOR, PREFIX
 
     frame = bytearray(encode_frame(PLAIN, kind=KIND_TRANSACTION, sequence=1, payload=b"x",
                                    version=1, file_label=LABEL, offset=0))
