@@ -1,5 +1,6 @@
 """The memory API: facts over valid time and knowledge time, on the document engine."""
 
+from .chunking import chunk_markdown
 from .memory import Memory
 from .values import (
     ConsolidateReport,
@@ -8,6 +9,8 @@ from .values import (
     FileRef,
     ForgetReport,
     ForgetScope,
+    LoadResult,
+    Profile,
     RecallHit,
     RememberInput,
     RememberResult,
@@ -15,5 +18,6 @@ from .values import (
 
 __all__ = [
     "ConsolidateReport", "Explanation", "Fact", "FileRef", "ForgetReport", "ForgetScope",
-    "Memory", "RecallHit", "RememberInput", "RememberResult",
+    "LoadResult", "Memory", "Profile", "RecallHit", "RememberInput", "RememberResult",
+    "chunk_markdown",
 ]

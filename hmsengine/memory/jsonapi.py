@@ -138,10 +138,31 @@ async def _consolidate(m: Memory, body: Any) -> Any:
     return to_json(await m.consolidate(**fields))
 
 
+async def _load(m: Memory, body: Any) -> Any:
+    # An extractor is a callable and cannot travel over JSON: a load over JSON stores the
+    # episodes only ("extractor" is an unknown field like any other).
+    fields = _fields(body, "load", {"document", "text", "namespace", "actor", "observedAt",
+                                    "chunkChars"}, ("document", "text"))
+    document, text = fields.pop("document"), fields.pop("text")
+    return to_json(await m.load(document, text, **fields))
+
+
+async def _capture(m: Memory, body: Any) -> Any:
+    # capture requires an extractor, which cannot travel over JSON: refused, whatever the body.
+    raise InvalidRequest("capture: needs an extractor, which a JSON call cannot carry",
+                         hint="extract the facts yourself and call rememberMany, or load a "
+                              "document without an extractor")
+
+
+async def _profile(m: Memory, body: Any) -> Any:
+    return to_json(await m.profile(**_fields(body, "profile", {"namespace", "budgetChars"})))
+
+
 OPERATIONS: dict[str, Callable[[Memory, Any], Awaitable[Any]]] = {
     "remember": _remember, "rememberMany": _remember_many, "recall": _recall,
     "explain": _explain, "forget": _forget, "history": _history, "get": _get,
     "applyForgetting": _apply_forgetting, "consolidate": _consolidate,
+    "load": _load, "capture": _capture, "profile": _profile,
 }
 
 

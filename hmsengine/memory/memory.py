@@ -19,6 +19,7 @@ from ..config import MemoryConfig, parse_config
 from ..engine.engine import Engine
 from ..errors import Conflict, InvalidRequest, NotFound
 from . import forget as _forget
+from . import loader as _loader
 from . import recall as _recall
 from .index import MemoryIndex
 from .inputs import PreparedFact, as_input, prepare
@@ -29,9 +30,12 @@ from .values import (
     Fact,
     ForgetReport,
     ForgetScope,
+    LoadResult,
+    Profile,
     RecallHit,
     RememberInput,
     RememberResult,
+    Time,
 )
 
 Embedder = Callable[[list[str]], Any]
@@ -227,9 +231,40 @@ class Memory:
         """Forget what the forgetting policy selects (never runs by itself; dry run by default)."""
         return await _forget.apply_forgetting(self, dry_run=dry_run)
 
-    async def consolidate(self, *, dry_run: bool = True, allow_destructive: bool = False) -> ConsolidateReport:
+    async def consolidate(self, *, dry_run: bool = True,
+                          allow_destructive: bool = False) -> ConsolidateReport:
         """Merge exact duplicates per the consolidation policy (dry run by default)."""
         return await _forget.consolidate(self, dry_run=dry_run, allow_destructive=allow_destructive)
+
+    # -- documents as memory (memory/loader.py) ----------------------------------------------------
+
+    async def load(self, document: str, text: str, *, namespace: str = "default",
+                   extractor: _loader.Extractor | None = None, actor: str | None = None,
+                   observed_at: Time | None = None, chunk_chars: int = 2000) -> LoadResult:
+        """Store the Markdown ``text`` as episodes ``<document>-<nnnn>`` (one per chunk of
+        ``chunk_markdown``) and the facts ``extractor`` draws from each chunk, chunk by chunk.
+
+        A chunk whose episode is current with the same text is skipped (no extractor call); a
+        changed one writes the episode's next revision, which supersedes it. Each chunk is one
+        transaction, its facts before its episode, so a load stopped inside a chunk redoes it.
+        ``Conflict`` if an episode id holds another kind of fact; ``InvalidRequest`` for a bad
+        name (empty, or with ``/``), ``chunk_chars`` below 64 or an extractor result that is not
+        a list of RememberInput; then nothing of that chunk is written. See memory/loader.py.
+        """
+        return await _loader.load(self, document, text, namespace=namespace, extractor=extractor,
+                                  actor=actor, observed_at=observed_at, chunk_chars=chunk_chars)
+
+    async def capture(self, text: str, *, extractor: _loader.Extractor, namespace: str = "default",
+                      actor: str | None = None, observed_at: Time | None = None) -> list[str]:
+        """Remember what ``extractor`` draws from free ``text`` (cut at blank lines into chunks of
+        at most 2000 characters, no prefix, no episodes); facts inherit ``observed_at``. The ids."""
+        return await _loader.capture(self, text, extractor=extractor, namespace=namespace,
+                                     actor=actor, observed_at=observed_at)
+
+    async def profile(self, namespace: str = "default", *, budget_chars: int = 4000) -> Profile:
+        """The current facts, profiles and procedures of ``namespace`` as a prompt-ready block
+        (grouped by kind, newest first, whole lines within ``budget_chars``) and their counts."""
+        return await _loader.profile(self, namespace, budget_chars=budget_chars)
 
     async def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
         """The JSON contract: one implementation of every operation (memory/jsonapi.py)."""

@@ -6,8 +6,10 @@ filter, and ``history`` current or all, recall asks ``search_documents`` for exa
 with the caller's options and returns its scores unmodified.
 
 Otherwise it asks for ``candidate_limit`` candidates (at most 1000 examined, never fewer than
-``k``), restricted to the ids that match subject, entity, namespace and kinds (the filtered
-search path), drops what ``known_at`` hides and what the ``history`` mode excludes, multiplies
+``k``), restricted to the ids that match subject, entity, namespace, and kinds when they select
+few facts (the filtered search path); a broad kinds restriction (everything but episodes) is
+checked on the candidates instead. It drops what ``known_at`` hides and what the ``history``
+mode excludes, multiplies
 each score by the recency and historical multipliers, and returns the best ``k`` (ties keep
 search's order).
 
@@ -80,8 +82,15 @@ class _Plan:
         self.explain = bool(options.get("explain", False))
 
 
-def _allowed_ids(memory: Memory, plan: _Plan) -> set[str] | None:
-    """Ids that pass subject/entity/namespace/kinds, or None when nothing restricts."""
+# A kinds restriction selecting at most this share of the facts becomes an ids filter (the exact
+# filtered search path); a broader one (the usual case: everything but episodes) is applied to
+# the ranked candidates instead, so a recall never builds an id set the size of the store.
+KINDS_AS_IDS_SHARE = 0.1
+
+
+def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[set[str] | None, bool]:
+    """(ids that pass subject/entity/namespace and perhaps kinds, or None when nothing
+    restricts; whether kinds must still be checked on the candidates)."""
     index = memory.index
     sets: list[set[str]] = []
     if plan.subject is not None:
@@ -92,15 +101,17 @@ def _allowed_ids(memory: Memory, plan: _Plan) -> set[str] | None:
         sets.append(ids)
     if plan.entity is not None:
         sets.append(set(index.entities.get(plan.entity, ())))
-    needs_scan = plan.namespace is not None or any(
-        count and kind not in plan.kinds for kind, count in index.kind_counts.items())
-    if needs_scan:
+    total = sum(index.kind_counts.values())
+    wanted = sum(count for kind, count in index.kind_counts.items() if kind in plan.kinds)
+    kinds_matter = wanted < total
+    if plan.namespace is not None or (kinds_matter and not sets and wanted <= KINDS_AS_IDS_SHARE * total):
         sets.append({i for i, s in index.facts.items()
                      if s.kind in plan.kinds and (plan.namespace is None or s.namespace == plan.namespace)})
+        kinds_matter = False
     if not sets:
-        return None
+        return None, kinds_matter
     sets.sort(key=len)
-    return sets[0].intersection(*sets[1:])
+    return sets[0].intersection(*sets[1:]), kinds_matter
 
 
 def _multipliers(memory: Memory, doc_id: str, status: str, plan: _Plan) -> tuple[float, float]:
@@ -143,9 +154,9 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
     index = memory.index
     embedding = await _query_vector(memory, query, plan.embedding)
     plan.embedding = embedding
-    allowed = _allowed_ids(memory, plan)
-    fast = (allowed is None and plan.known_at is None and plan.history != "historical"
-            and memory.config.recency.kind == "none"
+    allowed, check_kinds = _allowed_ids(memory, plan)
+    fast = (allowed is None and not check_kinds and plan.known_at is None
+            and plan.history != "historical" and memory.config.recency.kind == "none"
             and not index.is_temporal(memory.slot_policy))
     if fast:
         hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding)
@@ -154,10 +165,12 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
         return []
     hits = await memory.engine.search_documents(
         query, k=min(plan.limit, MAX_CANDIDATES), embedding=embedding,
-        ids=sorted(allowed) if allowed is not None else None)
+        ids=list(allowed) if allowed is not None else None)
     ranked = []
     for position, h in enumerate(hits):
         if not index.visible(h.id, plan.known_at):
+            continue
+        if check_kinds and index.facts[h.id].kind not in plan.kinds:
             continue
         status = index.status(h.id, plan.t, plan.known_at, memory.slot_policy)
         if (plan.history == "current" and status != "current") or \

@@ -160,3 +160,21 @@ class ConsolidateReport:
     superseded: tuple[str, ...]
     removed: tuple[str, ...]
     dry_run: bool
+
+
+@attrs.frozen(kw_only=True)
+class LoadResult:
+    """What ``Memory.load`` wrote or found: the episode ids of the chunks, in order, and the ids
+    of the facts the extractor returned (none for chunks skipped as unchanged)."""
+
+    episodes: tuple[str, ...]
+    facts: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """``Memory.profile``: a prompt-ready ``block`` and the number of current facts, profiles and
+    procedures of the namespace (``counts``, by kind; episodes are never counted)."""
+
+    block: str
+    counts: dict[str, int]
