@@ -63,7 +63,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     sub.add_parser("stats", parents=[common], help="store statistics")
     sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
+    p = sub.add_parser("serve", help="serve the JSON contract over HTTP, one store per tenant "
+                                     "(needs the 'server' extra)")
+    _serve_arguments(p)
+    p = sub.add_parser("mcp", parents=[common],
+                       help="an MCP server over stdio on --store (needs the 'server' extra)")
+    p.add_argument("--memory-config", metavar="FILE", help="a MemoryConfig as JSON")
     return parser
+
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    try:
+        from .server.serve import add_arguments
+    except ImportError:  # without the server extra: accept anything, say what is missing on use
+        parser.add_argument("rest", nargs=argparse.REMAINDER)
+        return
+    add_arguments(parser)
+
+
+def _missing_extra(exc: ImportError) -> int:
+    print(f"error: this command needs the server extra ({exc.name or exc} is missing)",
+          file=sys.stderr)
+    print("hint: pip install 'hmsengine[server]'", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def _emit(args: argparse.Namespace, value: Any, human: Callable[[], str]) -> None:
@@ -114,6 +136,19 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import main as demo_main
 
         return demo_main()
+    if args.command == "serve":
+        try:
+            from .server.serve import run as serve_run
+        except ImportError as exc:
+            return _missing_extra(exc)
+        return serve_run(args)
+    if args.command == "mcp":
+        try:
+            from .mcp import run as mcp_run
+        except ImportError as exc:
+            return _missing_extra(exc)
+        store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+        return mcp_run(store, args.memory_config)
     runner: Callable[[], Coroutine[Any, Any, int]] = lambda: _run(args)  # noqa: E731
     try:
         return trio.run(runner)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from ..errors import InvalidRequest
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 MAX_ID_BYTES = 512
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_METADATA_BYTES = 64 * 1024
@@ -124,7 +126,7 @@ def check_id(value: object, field: str = "id") -> str:
         raise InvalidRequest(f"{field}: contains a lone surrogate, which is not valid UTF-8") from None
     if size > MAX_ID_BYTES:
         raise InvalidRequest(f"{field}: {size} bytes is over the limit of {MAX_ID_BYTES}")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+    if _CONTROL.search(value):
         raise InvalidRequest(f"{field}: must not contain control characters")
     return value
 

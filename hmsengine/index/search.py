@@ -110,6 +110,9 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
             work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None else 10 ** 9
         if q.embedding is not None and seg.embeddings is not None:
             work += seg.embeddings.size
+    if q.candidates is not None:
+        # The filtered path scores only the candidates (a binary search per term and document).
+        work = sum(int(c.size) for c in q.candidates.values()) * max(len(terms), 1) * 16
     weights = None
     if terms:
         idf = np.asarray(bm25_idf(np.asarray(df, dtype=np.int64), snap.n_live), dtype=np.float64)
@@ -144,7 +147,7 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndar
                 continue
             scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
                                      norms, ids, weights, docs)
-            matched = _matched(seg.terms, ids, docs)
+            matched = scores > 0.0  # every BM25 match scores > 0 (idf > 0, tf > 0)
             parts.append((scores[matched], seg.docnums[docs[matched]]))
             continue
         parts.append(_segment_lexical(seg, norms, ids, weights, _allowed(view, q, i), depth))
@@ -321,8 +324,8 @@ def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: list[int],
             ids = p.local_terms[i]
             scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
                                      view.norms(avgdl), ids, weights, docs)
-            for num, s, m in zip(nums, scores, _matched(seg.terms, ids, docs), strict=True):
-                if m:
+            for num, s in zip(nums, scores, strict=True):
+                if s > 0.0:  # a BM25 match always scores > 0
                     out["lexical"][int(num)] = float(s)
         if "ngram" in out and q.ngram is not None:
             g = seg.ngram_postings(snap.load_texts, q.dim)

@@ -40,7 +40,7 @@ def _match(memory: Memory, scope: ForgetScope) -> set[str]:
         if not isinstance(value, str) or not value:
             raise InvalidRequest(f"scope.{kind}: expected a non-empty string")
         if kind == "subject":
-            return {i for (_ns, subject), ids in index.slots.items() if subject == value for i in ids}
+            return set(index.by_subject.get(value, ()))
         if kind == "entity":
             return set(index.entities.get(value, ()))
         return {i for i, s in index.facts.items() if s.namespace == value}

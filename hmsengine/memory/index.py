@@ -30,6 +30,7 @@ class MemoryIndex:
     def __init__(self) -> None:
         self.facts: dict[str, Stamp] = {}
         self.slots: dict[tuple[str, str], set[str]] = {}
+        self.by_subject: dict[str, set[str]] = {}
         self.entities: dict[str, set[str]] = {}
         self.successors: dict[str, set[str]] = {}
         self.kind_counts: dict[str, int] = {}
@@ -57,6 +58,7 @@ class MemoryIndex:
         self.kind_counts[s.kind] = self.kind_counts.get(s.kind, 0) + 1
         if s.subject is not None:
             self.slots.setdefault((s.namespace, s.subject), set()).add(doc_id)
+            self.by_subject.setdefault(s.subject, set()).add(doc_id)
         for e in s.entities:
             self.entities.setdefault(e, set()).add(doc_id)
         for old in s.supersedes:
@@ -74,6 +76,10 @@ class MemoryIndex:
             slot.discard(doc_id)
             if not slot:
                 del self.slots[(s.namespace, s.subject)]
+            same = self.by_subject[s.subject]
+            same.discard(doc_id)
+            if not same:
+                del self.by_subject[s.subject]
         for e in s.entities:
             self.entities[e].discard(doc_id)
             if not self.entities[e]:

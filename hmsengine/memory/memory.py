@@ -23,7 +23,7 @@ from . import loader as _loader
 from . import recall as _recall
 from .index import MemoryIndex
 from .inputs import PreparedFact, as_input, prepare
-from .stamp import Stamp, plain_stamp, split_metadata
+from .stamp import plain_stamp, stored_digest, user_metadata
 from .values import (
     ConsolidateReport,
     Explanation,
@@ -125,7 +125,9 @@ class Memory:
                             where=f"inputs[{i}]." if len(items) > 1 else "")
                     for i, item in enumerate(items)]
         async with self._shared.lock:
-            results, new = self._check(prepared)
+            digests = {p.id: await self._stored_digest(p.id) for p in prepared
+                       if p.id in self.index.facts}
+            results, new = self._check(prepared, digests)
             if new:
                 now = self.engine.now()
                 await self.engine.put_documents([p.document(now) for p in new])
@@ -134,7 +136,12 @@ class Memory:
             await self._notify("remember", created)
         return results
 
-    def _check(self, prepared: list[PreparedFact]) -> tuple[list[RememberResult], list[PreparedFact]]:
+    async def _stored_digest(self, doc_id: str) -> str | None:
+        doc = await self.engine.get_document(doc_id)
+        return None if doc is None else stored_digest(doc.metadata)
+
+    def _check(self, prepared: list[PreparedFact],
+               digests: dict[str, str | None]) -> tuple[list[RememberResult], list[PreparedFact]]:
         index = self.index
         results: list[RememberResult] = []
         new: list[PreparedFact] = []
@@ -148,7 +155,7 @@ class Memory:
                 results.append(RememberResult(id=p.id, created=False))
                 continue
             if existing is not None:
-                if existing.digest != p.stamp.digest:
+                if digests.get(p.id) != p.stamp.digest:
                     raise Conflict(f"{where}id: {p.id!r} already holds a different fact")
                 results.append(RememberResult(id=p.id, created=False))
                 continue
@@ -176,20 +183,18 @@ class Memory:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def fact(self, doc_id: str, stamp: Stamp | None = None) -> Fact | None:
+    async def fact(self, doc_id: str) -> Fact | None:
+        """The fact ``doc_id``: its stamp from the index, its text and metadata from the engine."""
         doc = await self.engine.get_document(doc_id)
         if doc is None:
             return None
-        import json
-
-        metadata_json = None if doc.metadata is None else json.dumps(doc.metadata)
-        parsed, metadata = split_metadata(metadata_json)
-        s = stamp or parsed or plain_stamp()
+        s = self.index.facts.get(doc_id) or plain_stamp()
         return Fact(
             id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
-            entities=s.entities, metadata=metadata, embedding=doc.embedding,
+            entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
             event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
-            ingest_time=s.ingest_time, supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
+            ingest_time=s.ingest_time,
+            supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
             sources=s.sources, actor=s.actor, importance=s.importance,
         )
 

@@ -94,11 +94,7 @@ def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[set[str] | None, bool]:
     index = memory.index
     sets: list[set[str]] = []
     if plan.subject is not None:
-        ids: set[str] = set()
-        for (_ns, subject), members in index.slots.items():
-            if subject == plan.subject:
-                ids |= members
-        sets.append(ids)
+        sets.append(set(index.by_subject.get(plan.subject, ())))
     if plan.entity is not None:
         sets.append(set(index.entities.get(plan.entity, ())))
     total = sum(index.kind_counts.values())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,13 +66,21 @@ class Stamp:
                 self.importance]
 
     @classmethod
-    def from_list(cls, raw: list[Any]) -> Stamp:
+    def from_list(cls, raw: list[Any], *, compact: bool = False) -> Stamp:
+        """Parse a stored stamp. ``compact`` (the memory index's copies, one per fact in RAM)
+        drops the digest, which only an idempotency check needs and reads from the document,
+        and interns the names that repeat across facts."""
         (_v, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
          ingest_time, supersedes, sources, actor, importance) = raw
+        if compact:
+            digest = ""
+            kind, namespace = sys.intern(kind), sys.intern(namespace)
+            actor = sys.intern(actor) if actor is not None else None
         return cls(digest=digest, kind=kind, namespace=namespace, subject=subject,
-                   entities=tuple(entities), event_time=event_time, valid_from=valid_from,
-                   valid_to=valid_to, ingest_time=ingest_time, supersedes=tuple(supersedes),
-                   sources=tuple(sources), actor=actor, importance=importance)
+                   entities=tuple(entities) if entities else (), event_time=event_time,
+                   valid_from=valid_from, valid_to=valid_to, ingest_time=ingest_time,
+                   supersedes=tuple(supersedes) if supersedes else (),
+                   sources=tuple(sources) if sources else (), actor=actor, importance=importance)
 
 
 def plain_stamp() -> Stamp:
@@ -81,26 +90,35 @@ def plain_stamp() -> Stamp:
                  sources=(), actor=None, importance=None)
 
 
-def split_metadata(metadata_json: str | None) -> tuple[Stamp | None, dict[str, Any] | None]:
-    """(stamp or None, the caller's own metadata or None) of a document's metadata JSON."""
-    if metadata_json is None:
-        return None, None
-    body = json.loads(metadata_json)
-    raw = body.pop(STAMP_KEY, None)
-    stamp = None
+def _parse(raw: object, *, compact: bool) -> Stamp | None:
     if isinstance(raw, list) and len(raw) == 14 and raw[0] == STAMP_VERSION:
         try:
-            stamp = Stamp.from_list(raw)
+            return Stamp.from_list(raw, compact=compact)
         except (TypeError, ValueError):
-            stamp = None
-    return stamp, (body or None) if raw is not None else body
+            return None
+    return None
+
+
+def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The caller's own metadata of a fact (its document metadata without the stamp)."""
+    if metadata is None or STAMP_KEY not in metadata:
+        return metadata
+    rest = {k: v for k, v in metadata.items() if k != STAMP_KEY}
+    return rest or None
+
+
+def stored_digest(metadata: dict[str, Any] | None) -> str | None:
+    """The payload digest recorded in a fact document's metadata (None for a plain document)."""
+    raw = (metadata or {}).get(STAMP_KEY)
+    stamp = _parse(raw, compact=False)
+    return stamp.digest if stamp is not None else None
 
 
 def stamp_of(metadata_json: str | None) -> Stamp | None:
-    """The stamp alone; cheap for documents that have none."""
+    """The compact stamp of a document's metadata JSON (the index's copy); cheap without one."""
     if metadata_json is None or STAMP_KEY not in metadata_json:
         return None
-    return split_metadata(metadata_json)[0]
+    return _parse(json.loads(metadata_json).get(STAMP_KEY), compact=True)
 
 
 def join_metadata(stamp: Stamp, metadata: Mapping[str, Any] | None) -> dict[str, Any]:

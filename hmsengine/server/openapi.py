@@ -1,0 +1,308 @@
+"""The server's OpenAPI 3.1 document: every route with its request and response schemas.
+
+The schemas are JSON Schema 2020-12 (OpenAPI 3.1's dialect), written by hand from the JSON
+contract (memory/jsonapi.py) and the values (memory/values.py, engine/values.py). Response
+schemas forbid unknown properties, so a value that grows a field without its schema here fails
+the fuzz test (tests/server/test_fuzz.py), which validates every response against this document.
+Requests are described as precisely as JSON Schema allows; what it cannot say (byte limits, ids
+that must exist, a valid_to after valid_from) the server answers with 422.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from ..clock import MAX_MS, MIN_MS
+from ..config import KINDS
+from ..memory.recall import HISTORY
+from .tenants import DEFAULT_TENANT, TENANT_HEADER, TENANT_PATTERN
+
+Schema = dict[str, Any]
+API = "/api/v1"
+STATUSES = ("current", "superseded", "expired", "not-yet-valid")
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def obj(properties: dict[str, Schema], required: Iterable[str] = (), **extra: Any) -> Schema:
+    return {"type": "object", "properties": properties, "required": list(required),
+            "additionalProperties": False, **extra}
+
+
+def strings(item: Schema | None = None) -> Schema:
+    return {"type": "array", "items": item or {"type": "string"}}
+
+
+TIME: Schema = {"type": "integer", "minimum": MIN_MS, "maximum": MAX_MS,
+                "description": "milliseconds since the Unix epoch (UTC)"}
+ID: Schema = {"type": "string", "minLength": 1, "maxLength": 512,
+              "description": "an id: 1 to 512 bytes of UTF-8, no control characters"}
+NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 512}
+EMBEDDING: Schema = {"type": "array", "items": {"type": "number"}, "minItems": 1,
+                     "description": "a vector of finite numbers (float32 range)"}
+METADATA: Schema = {"type": "object", "description": "a JSON object, at most 64 KiB as JSON"}
+NUMBER_OR_NULL = nullable({"type": "number"})
+INT_OR_NULL = nullable({"type": "integer"})
+STRING_OR_NULL = nullable({"type": "string"})
+KIND: Schema = {"type": "string", "enum": list(KINDS)}
+
+_REMEMBER_PROPS: dict[str, Schema] = {
+    "text": {"type": "string", "description": "the fact; at most 64 KiB and 4096 words"},
+    "id": nullable(ID), "subject": nullable(NAME), "entities": strings(NAME),
+    "metadata": nullable(METADATA), "embedding": nullable(EMBEDDING),
+    "eventTime": nullable(TIME), "validFrom": nullable(TIME), "validTo": nullable(TIME),
+    "supersedes": strings(ID), "kind": KIND, "namespace": NAME, "sources": strings(NAME),
+    "actor": nullable(NAME), "importance": NUMBER_OR_NULL,
+}
+_RECALL_PROPS: dict[str, Schema] = {
+    "query": {"type": "string"},
+    "k": {"type": "integer", "minimum": 1, "maximum": 1000},
+    "asOf": nullable(TIME), "knownAt": nullable(TIME),
+    "history": {"type": "string", "enum": list(HISTORY)},
+    "subject": nullable(NAME), "entity": nullable(NAME), "namespace": nullable(NAME),
+    "kinds": {"anyOf": [KIND, {"type": "array", "items": KIND, "minItems": 1}, {"type": "null"}]},
+    "embedding": nullable(EMBEDDING),
+    "candidateLimit": {"type": "integer", "minimum": 1, "maximum": 1000},
+    "explain": {"type": "boolean"},
+}
+_SCOPE: Schema = {
+    "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+    "description": "exactly one key",
+    "properties": {
+        "ids": strings(ID), "subject": NAME, "entity": NAME, "namespace": NAME,
+        "ingestedBefore": TIME, "eventBefore": TIME,
+        "metadata": {"type": "object", "minProperties": 1},
+    },
+}
+
+SCHEMAS: dict[str, Schema] = {
+    "Error": obj({"error": obj({"code": {"type": "string"}, "message": {"type": "string"},
+                                "hint": {"type": "string"}}, ["code", "message"])}, ["error"]),
+    "RememberInput": obj(_REMEMBER_PROPS, ["text"]),
+    "RememberResult": obj({"id": {"type": "string"}, "created": {"type": "boolean"},
+                           "superseded": strings()}, ["id", "created", "superseded"]),
+    "FileRef": obj({"uri": {"type": "string"}, "offset": {"type": "integer"},
+                    "length": {"type": "integer"}, "format": STRING_OR_NULL,
+                    "sha256": {"type": "string"}, "size": {"type": "integer"},
+                    "mtime": {"type": "integer"}, "summary": STRING_OR_NULL},
+                   ["uri", "offset", "length", "format", "sha256", "size", "mtime", "summary"]),
+    "Fact": obj({
+        "id": {"type": "string"}, "text": {"type": "string"}, "kind": KIND,
+        "namespace": {"type": "string"}, "subject": STRING_OR_NULL, "entities": strings(),
+        "metadata": nullable({"type": "object"}),
+        "embedding": nullable({"type": "array", "items": {"type": "number"}}),
+        "eventTime": INT_OR_NULL, "validFrom": INT_OR_NULL, "validTo": INT_OR_NULL,
+        "ingestTime": {"type": "integer"}, "supersedes": strings(), "sources": strings(),
+        "actor": STRING_OR_NULL, "importance": NUMBER_OR_NULL, "file": nullable(ref("FileRef")),
+    }, ["id", "text", "kind", "namespace", "subject", "entities", "metadata", "embedding",
+        "eventTime", "validFrom", "validTo", "ingestTime", "supersedes", "sources", "actor",
+        "importance", "file"]),
+    "Explanation": obj({
+        "id": {"type": "string"}, "lexical": NUMBER_OR_NULL, "semantic": NUMBER_OR_NULL,
+        "fusion": {"type": "string"},
+        "weights": {"type": "object", "additionalProperties": {"type": "number"}},
+        "matchedTerms": strings(), "recencyMultiplier": {"type": "number"},
+        "historicalMultiplier": {"type": "number"},
+        "status": {"type": "string", "enum": list(STATUSES)},
+        "evaluatedAt": {"type": "integer"}, "validFrom": INT_OR_NULL, "validTo": INT_OR_NULL,
+        "rank": nullable({"type": "integer", "minimum": 1}), "chain": strings(),
+        "score": NUMBER_OR_NULL, "known": {"type": "boolean"},
+    }, ["id", "lexical", "semantic", "fusion", "weights", "matchedTerms", "recencyMultiplier",
+        "historicalMultiplier", "status", "evaluatedAt", "validFrom", "validTo", "rank", "chain",
+        "score", "known"]),
+    "RecallHit": obj({"fact": ref("Fact"), "score": {"type": "number"},
+                      "status": {"type": "string", "enum": list(STATUSES)},
+                      "explanation": nullable(ref("Explanation"))},
+                     ["fact", "score", "status", "explanation"]),
+    "ForgetReport": obj({"removed": strings(), "relinked": strings(), "dryRun": {"type": "boolean"}},
+                        ["removed", "relinked", "dryRun"]),
+    "ConsolidateReport": obj({"created": strings(), "superseded": strings(), "removed": strings(),
+                              "dryRun": {"type": "boolean"}},
+                             ["created", "superseded", "removed", "dryRun"]),
+    "LoadResult": obj({"episodes": strings(), "facts": strings()}, ["episodes", "facts"]),
+    "Profile": obj({"block": {"type": "string"},
+                    "counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
+                   ["block", "counts"]),
+    "Document": obj({"id": {"type": "string"}, "text": {"type": "string"},
+                     "metadata": nullable({"type": "object"}),
+                     "embedding": nullable({"type": "array", "items": {"type": "number"}})},
+                    ["id", "text", "metadata", "embedding"]),
+    "DocumentInput": obj({"text": {"type": "string", "description": "at most 1 MiB of UTF-8"},
+                          "metadata": nullable(METADATA), "embedding": nullable(EMBEDDING)},
+                         ["text"]),
+    "PutResult": obj({"id": {"type": "string"}, "created": {"type": "boolean"},
+                      "revision": {"type": "integer"}}, ["id", "created", "revision"]),
+    "DeleteResult": obj({"id": {"type": "string"}, "deleted": {"type": "boolean", "const": True}},
+                        ["id", "deleted"]),
+    "SearchRequest": obj({
+        "query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "embedding": nullable(EMBEDDING), "ids": nullable(strings(ID)),
+        "metadata": nullable(METADATA), "semantic": nullable({"type": "string", "enum": ["ngram"]}),
+        "lexicalWeight": {"type": "number", "minimum": 0},
+        "semanticWeight": {"type": "number", "minimum": 0},
+    }, ["query"]),
+    "Hit": obj({"id": {"type": "string"}, "score": {"type": "number"},
+                "lexical": NUMBER_OR_NULL, "semantic": NUMBER_OR_NULL},
+               ["id", "score", "lexical", "semantic"]),
+    "Health": obj({"status": {"type": "string", "const": "ok"}}, ["status"]),
+}
+
+
+def items(schema: Schema) -> Schema:
+    return obj({"items": {"type": "array", "items": schema}}, ["items"])
+
+
+# op: (summary, request schema, response schema). The request schemas of the JSON contract.
+MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
+    "remember": ("Remember one fact (idempotent by id; a different payload is 409).",
+                 ref("RememberInput"), ref("RememberResult")),
+    "rememberMany": ("Remember facts in one transaction: all of them or none.",
+                     obj({"inputs": {"type": "array", "items": ref("RememberInput"),
+                                     "minItems": 1}}, ["inputs"]),
+                     items(ref("RememberResult"))),
+    "recall": ("Search the facts, with the temporal options.",
+               obj(_RECALL_PROPS, ["query"]), items(ref("RecallHit"))),
+    "explain": ("Why a fact came back for a query, or why not (404 for an unknown id).",
+                obj({**{k: v for k, v in _RECALL_PROPS.items() if k != "explain"}, "id": ID},
+                    ["query", "id"]), ref("Explanation")),
+    "forget": ("Remove the facts of one scope (text zeroed before it returns).",
+               obj({"scope": _SCOPE, "includeChain": {"type": "boolean"},
+                    "dryRun": {"type": "boolean"}, "purge": {"type": "boolean"}}, ["scope"]),
+               ref("ForgetReport")),
+    "history": ("The supersession chain of a fact, oldest first (404 for an unknown id).",
+                obj({"id": ID}, ["id"]), items(ref("Fact"))),
+    "get": ("One fact (404 for an unknown or forgotten id).", obj({"id": ID}, ["id"]), ref("Fact")),
+    "applyForgetting": ("Forget what the forgetting policy selects (dry run by default).",
+                        obj({"dryRun": {"type": "boolean"}}), ref("ForgetReport")),
+    "consolidate": ("Merge exact duplicates per the consolidation policy (dry run by default).",
+                    obj({"dryRun": {"type": "boolean"}, "allowDestructive": {"type": "boolean"}}),
+                    ref("ConsolidateReport")),
+    "load": ("Load a Markdown document as episodes (idempotent by content).",
+             obj({"document": ID, "text": {"type": "string"}, "namespace": NAME,
+                  "actor": nullable(NAME), "observedAt": nullable(TIME),
+                  "chunkChars": {"type": "integer", "minimum": 1}}, ["document", "text"]),
+             ref("LoadResult")),
+    "capture": ("Refused over JSON (it needs an extractor, a callable): always 422.",
+                obj({"text": {"type": "string"}, "namespace": NAME, "actor": nullable(NAME),
+                     "observedAt": nullable(TIME)}, ["text"]),
+                items({"type": "string"})),
+    "profile": ("A prompt-ready block of the current profile facts of a namespace.",
+                obj({"namespace": NAME, "budgetChars": {"type": "integer", "minimum": 1}}),
+                ref("Profile")),
+}
+GENERIC_REQUEST: Schema = {"type": "object"}
+GENERIC_RESPONSE: Schema = {"type": "object"}
+
+_ERROR_STATUSES = {
+    "400": "bad JSON, or an invalid X-HMS-Tenant header",
+    "401": "missing, malformed or unknown API key (with --api-keys)",
+    "403": "the API key belongs to another tenant",
+    "404": "unknown id, or unknown operation",
+    "405": "method not allowed on this path",
+    "408": "the request body did not arrive in time",
+    "409": "conflict with what the store holds",
+    "413": "the body is larger than --max-body",
+    "422": "invalid request: a field is missing, unknown, or out of its limits",
+    "500": "internal error (fixed message; details in the server log)",
+    "503": "the tenant's store is unavailable, or the server is shutting down",
+}
+
+
+def _responses(ok: Schema, description: str = "the result") -> dict[str, Any]:
+    out: dict[str, Any] = {"200": {"description": description,
+                                   "content": {"application/json": {"schema": ok}}}}
+    for status, text in _ERROR_STATUSES.items():
+        out[status] = {"description": text,
+                       "content": {"application/json": {"schema": ref("Error")}}}
+    return out
+
+
+def _body(schema: Schema) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_TENANT_PARAM = {
+    "name": "X-HMS-Tenant", "in": "header", "required": False,
+    "description": f"the tenant (its own store); default {DEFAULT_TENANT!r}",
+    "schema": {"type": "string", "pattern": f"^{TENANT_PATTERN}$"},
+}
+_ID_PARAM = {"name": "id", "in": "path", "required": True,
+             "description": "the document id, percent-encoded", "schema": ID}
+
+
+def build_openapi(operations: Iterable[str]) -> dict[str, Any]:
+    """The OpenAPI document for a server whose JSON contract has ``operations``."""
+    paths: dict[str, Any] = {}
+    for op in sorted(operations):
+        summary, request, response = MEMORY_OPERATIONS.get(
+            op, (f"The {op} operation of the JSON contract.", GENERIC_REQUEST, GENERIC_RESPONSE))
+        paths[f"{API}/memory/{op}"] = {"post": {
+            "operationId": f"memory.{op}", "summary": summary, "tags": ["memory"],
+            "parameters": [_TENANT_PARAM], "requestBody": _body(request),
+            "responses": _responses(response),
+        }}
+    paths[f"{API}/documents/search"] = {"post": {
+        "operationId": "documents.search", "summary": "Rank documents (BM25, cosine, fusion).",
+        "tags": ["documents"], "parameters": [_TENANT_PARAM],
+        "requestBody": _body(ref("SearchRequest")), "responses": _responses(items(ref("Hit"))),
+    }}
+    paths[f"{API}/documents/{{id}}"] = {
+        "put": {"operationId": "documents.put", "summary": "Store a document (replaces the id).",
+                "tags": ["documents"], "parameters": [_TENANT_PARAM, _ID_PARAM],
+                "requestBody": _body(ref("DocumentInput")),
+                "responses": _responses(ref("PutResult"))},
+        "get": {"operationId": "documents.get", "summary": "One document (404 if none).",
+                "tags": ["documents"], "parameters": [_TENANT_PARAM, _ID_PARAM],
+                "responses": _responses(ref("Document"))},
+        "delete": {"operationId": "documents.delete",
+                   "summary": "Delete a document (404 if none); purge=true also compacts.",
+                   "tags": ["documents"],
+                   "parameters": [_TENANT_PARAM, _ID_PARAM,
+                                  {"name": "purge", "in": "query", "required": False,
+                                   "schema": {"type": "string", "enum": ["true", "false"]}}],
+                   "responses": _responses(ref("DeleteResult"))},
+    }
+    paths["/healthz"] = {"get": {"operationId": "healthz", "summary": "Liveness.",
+                                 "security": [], "responses": _responses(ref("Health"))}}
+    paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.",
+                                      "security": [],
+                                      "responses": _responses({"type": "object"})}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "hmsengine", "version": "1",
+                 "description": "The JSON contract of hmsengine's memory, over HTTP. Times are "
+                                "integer ms since the Unix epoch (UTC); names are camelCase; "
+                                "every error is {\"error\": {\"code\", \"message\"}}."},
+        "paths": paths,
+        "components": {
+            "schemas": copy.deepcopy(SCHEMAS),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                           "description": "only when the server has --api-keys"}},
+        },
+        "security": [{"bearer": []}, {}],
+    }
+
+
+def resolve(schema: Any, document: dict[str, Any]) -> Any:
+    """``schema`` with every local ``$ref`` replaced by its target (the schemas have no cycles)."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            target: Any = document
+            for part in schema["$ref"].removeprefix("#/").split("/"):
+                target = target[part]
+            return resolve(target, document)
+        return {k: resolve(v, document) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [resolve(v, document) for v in schema]
+    return schema
+
+
+__all__ = ["API", "MEMORY_OPERATIONS", "SCHEMAS", "TENANT_HEADER", "build_openapi", "resolve"]

@@ -1,0 +1,265 @@
+"""``hms serve``: the ASGI app under hypercorn's trio worker, with an ordered, graceful shutdown.
+
+Nursery layout (outermost first; shutdown runs inside out)::
+
+    signal receiver (SIGINT, SIGTERM)      opened first: a signal never kills the process raw
+      tenant pool                          holder tasks of the open stores (tenants.py)
+        watcher                            first signal: drain; second: stop waiting for requests
+        hypercorn                          accepts, serves; on shutdown stops accepting, lets
+                                           in-flight requests finish within the grace period
+
+On SIGINT or SIGTERM, hypercorn stops accepting and waits (at most ``--grace`` seconds) for the
+requests in flight, then the pool closes every store (each ``Engine.open`` block finishes its
+queued writes and syncs), and the process exits 0. A write that was answered was durable before
+its answer went out, so no acknowledged write is lost whatever the timing of the signal.
+
+Start-up checks everything it can before binding: the ``--memory-config`` and ``--api-keys``
+files are read and validated (a bad one stops the server with a message and exit code 2), and the
+root is created. Binding a non-loopback address without ``--api-keys`` prints a warning. Once
+bound, one line ``hms serve: listening on http://HOST:PORT`` goes to standard output (tests and
+scripts read the port from it when ``--port 0`` asked for any free one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import math
+import signal
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ..config import MemoryConfig
+from ..errors import HmsError, InvalidRequest
+from .app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, ServerApp
+from .auth import KeyRing
+from .tenants import DEFAULT_MAX_OPEN, TenantPool
+
+logger = logging.getLogger("hmsengine.server")
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
+DEFAULT_GRACE = 10.0
+
+
+@attrs.frozen(kw_only=True)
+class ServeOptions:
+    """What ``hms serve`` runs with, validated."""
+
+    root: Path
+    host: str = "127.0.0.1"
+    port: int = 8080
+    keys: KeyRing | None = None
+    config: MemoryConfig = MemoryConfig()
+    embedding_dim: int | None = None
+    max_body: int = DEFAULT_MAX_BODY
+    timeout: float = DEFAULT_BODY_TIMEOUT
+    grace: float = DEFAULT_GRACE
+    max_tenants: int = DEFAULT_MAX_OPEN
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``hms serve`` (shared by the ``hms`` parser and ``main``)."""
+    parser.add_argument("--root", required=True, help="directory holding one store per tenant")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    parser.add_argument("--port", type=int, default=8080,
+                        help="port to bind; 0 picks a free one (default %(default)s)")
+    parser.add_argument("--api-keys", metavar="FILE",
+                        help="JSON: tenant -> list of sha256 hex of its keys; then every request "
+                             "needs Authorization: Bearer <key>")
+    parser.add_argument("--memory-config", metavar="FILE",
+                        help="a MemoryConfig as JSON, used for every tenant")
+    parser.add_argument("--input-dim", type=int, metavar="N",
+                        help="dimension of caller-supplied embeddings (Engine.open's embedding_dim)")
+    parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+                        help="largest request body accepted (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_BODY_TIMEOUT, metavar="SECONDS",
+                        help="slow clients: idle connections, each read and a whole body must "
+                             "take less (default %(default)s)")
+    parser.add_argument("--grace", type=float, default=DEFAULT_GRACE, metavar="SECONDS",
+                        help="on SIGINT/SIGTERM, how long in-flight requests may still run "
+                             "(default %(default)s)")
+    parser.add_argument("--max-tenants", type=int, default=DEFAULT_MAX_OPEN, metavar="N",
+                        help="stores open at once; the least recently used idle one is closed "
+                             "beyond it (default %(default)s)")
+
+
+def _read_json(path: str, option: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"{option} {path}: cannot read it ({exc})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"{option} {path}: not valid JSON ({exc})") from None
+
+
+def _positive(value: float, option: str) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidRequest(f"{option}: expected a positive number, got {value}")
+    return value
+
+
+def options_from_args(args: argparse.Namespace) -> ServeOptions:
+    """Validate the command line and read the files it names; ``InvalidRequest`` if bad."""
+    config = MemoryConfig()
+    if args.memory_config:
+        body = _read_json(args.memory_config, "--memory-config")
+        try:
+            config = MemoryConfig.from_json(body)
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"--memory-config {args.memory_config}: {exc.message}",
+                                 hint=exc.hint) from None
+    keys = KeyRing.from_file(args.api_keys) if args.api_keys else None
+    if not 0 <= args.port <= 65535:
+        raise InvalidRequest(f"--port: expected 0 to 65535, got {args.port}")
+    if args.input_dim is not None and not 1 <= args.input_dim <= 65536:
+        raise InvalidRequest(f"--input-dim: expected 1 to 65536, got {args.input_dim}")
+    if args.max_body < 1:
+        raise InvalidRequest(f"--max-body: expected a positive number of bytes, got {args.max_body}")
+    if args.max_tenants < 1:
+        raise InvalidRequest(f"--max-tenants: expected a positive integer, got {args.max_tenants}")
+    root = Path(args.root)
+    if root.exists() and not root.is_dir():
+        raise InvalidRequest(f"--root {root}: exists and is not a directory")
+    return ServeOptions(root=root, host=args.host, port=args.port, keys=keys, config=config,
+                        embedding_dim=args.input_dim, max_body=args.max_body,
+                        timeout=_positive(args.timeout, "--timeout"),
+                        grace=_positive(args.grace, "--grace"), max_tenants=args.max_tenants)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(options: ServeOptions) -> str | None:
+    """The warning printed when a non-loopback address is bound without API keys."""
+    if options.keys is None and not is_loopback(options.host):
+        return (f"warning: binding {options.host} without --api-keys: anyone who can reach this "
+                "address can read and change every tenant's memory")
+    return None
+
+
+def hypercorn_config(options: ServeOptions) -> Any:
+    from hypercorn.config import Config
+
+    config = Config()
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    config.bind = [f"{host}:{options.port}"]
+    # Slow clients: a connection with no request under way (also one still sending its headers)
+    # is closed after keep_alive_timeout; each read of a request must complete within
+    # read_timeout; the app bounds the whole body (ServerApp's body_timeout).
+    config.keep_alive_timeout = options.timeout
+    config.read_timeout = max(1, math.ceil(options.timeout))
+    config.graceful_timeout = options.grace
+    config.accesslog = None
+    # Hypercorn's own messages go through logging like ours (one handler, one format).
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.include_server_header = False
+    return config
+
+
+async def serve(options: ServeOptions, *, announce: Any = None) -> None:
+    """Serve until SIGINT or SIGTERM, then drain, close every store and return."""
+    from hypercorn.trio import serve as hypercorn_serve
+
+    announce = announce or (lambda line: print(line, flush=True))
+    shutdown = trio.Event()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with TenantPool.open(options.root, max_open=options.max_tenants,
+                                   config=options.config,
+                                   embedding_dim=options.embedding_dim) as pool:
+            server = ServerApp(pool, keys=options.keys, max_body=options.max_body,
+                               body_timeout=options.timeout)
+            http_scope = trio.CancelScope()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch, signals, shutdown, http_scope)
+                nursery.start_soon(_drain, server, shutdown, http_scope, options.grace)
+                with http_scope:
+                    async with trio.open_nursery() as http:
+                        binds = await http.start(partial(
+                            hypercorn_serve, server, hypercorn_config(options),
+                            shutdown_trigger=shutdown.wait))
+                        announce(f"hms serve: listening on {binds[0] if binds else '?'}")
+                nursery.cancel_scope.cancel()
+            logger.info("requests drained; closing %d open store(s)", len(pool.open_tenants))
+    logger.info("stopped")
+
+
+async def _watch(signals: Any, shutdown: trio.Event, http_scope: trio.CancelScope) -> None:
+    async for signum in signals:
+        if not shutdown.is_set():
+            logger.info("%s: draining in-flight requests, then closing the stores",
+                        signal.Signals(signum).name)
+            shutdown.set()
+        else:
+            logger.warning("%s again: no longer waiting for in-flight requests",
+                           signal.Signals(signum).name)
+            http_scope.cancel()
+
+
+async def _drain(server: ServerApp, shutdown: trio.Event, http_scope: trio.CancelScope,
+                 grace: float) -> None:
+    """After the shutdown signal, stop hypercorn once no request is in flight (or at the grace
+    deadline). Hypercorn alone can wait the whole grace period on a keep-alive connection whose
+    next request arrived as it shut down (its reader waits for a wake-up that never comes);
+    such a request never reached the app, so it was never acknowledged, and dropping it loses
+    nothing that was promised."""
+    await shutdown.wait()
+    with trio.move_on_after(grace):
+        await server.wait_idle()
+    http_scope.cancel()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``hms serve`` with parsed arguments; return the exit code."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        options = options_from_args(args)
+    except HmsError as exc:
+        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    warning = exposure_warning(options)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    try:
+        trio.run(serve, options)
+    except OSError as exc:  # the address is taken, the root cannot be created, ...
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except HmsError as exc:
+        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:  # a SIGINT before the signal receiver was open
+        return 130
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hmsengine.server.serve``: the same as ``hms serve``."""
+    parser = argparse.ArgumentParser(prog="hms serve", description="serve the JSON contract over HTTP")
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) and EXIT_BAD_INPUT
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

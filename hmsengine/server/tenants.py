@@ -1,0 +1,202 @@
+"""Tenants: one store per tenant under the server's root, opened on first use, a cap on open ones.
+
+A tenant name is 1 to 64 of ``[A-Za-z0-9_-]`` (case-sensitive; ``default`` when the header is
+absent). Anything else is refused before the file system is touched, so no directory is ever
+created for an invalid name (and no name can climb out of the root: ``.``, ``/`` and ``..`` are
+not in the alphabet).
+
+Each open tenant is held by its own task in the pool's nursery: ``Engine.open`` is an async
+context manager with a nursery inside, which must be entered and left by one task, so a request
+never opens a store itself; it asks the pool, which starts a holder task and waits until the
+store is ready. Holders live as long as the pool, or until evicted: when more than ``max_open``
+tenants are open, the least recently used idle ones (no request in flight) are closed. A request
+for a tenant that is being closed waits for the close to finish, then opens it again (a store
+directory can be opened once at a time).
+
+Closing the pool closes every store after their in-flight writes are durable (``Engine.open``'s
+own guarantee); the server drains requests before that.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import trio
+
+from ..config import MemoryConfig
+from ..engine import Engine
+from ..errors import EngineClosed, HmsError
+from ..memory import Memory
+
+TENANT_HEADER = "x-hms-tenant"
+DEFAULT_TENANT = "default"
+TENANT_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+_TENANT_RE = re.compile(TENANT_PATTERN)
+DEFAULT_MAX_OPEN = 64
+logger = logging.getLogger("hmsengine.server")
+
+
+class InvalidTenant(HmsError, ValueError):
+    """The ``X-HMS-Tenant`` header is not 1 to 64 of ``[A-Za-z0-9_-]``."""
+
+    code = "invalid_tenant"
+    default_hint = "send X-HMS-Tenant with 1 to 64 of A-Z, a-z, 0-9, '_' and '-' (or omit it)"
+
+
+def check_tenant(value: str | None) -> str:
+    """The tenant named by a header value (``default`` when absent); ``InvalidTenant`` otherwise."""
+    if value is None:
+        return DEFAULT_TENANT
+    if not _TENANT_RE.fullmatch(value):
+        shown = value if len(value) <= 80 else value[:80] + "..."
+        raise InvalidTenant(f"X-HMS-Tenant: {shown!r} is not a valid tenant name")
+    return value
+
+
+@attrs.define(eq=False)
+class _Tenant:
+    """One tenant's open (or opening, or closing) store."""
+
+    name: str
+    memory: Memory | None = None
+    users: int = 0
+    last_used: float = 0.0
+    closing: bool = False
+    error: BaseException | None = None
+    ready: trio.Event = attrs.field(factory=trio.Event)
+    close_requested: trio.Event = attrs.field(factory=trio.Event)
+    closed: trio.Event = attrs.field(factory=trio.Event)
+
+
+@attrs.define(eq=False)
+class TenantPool:
+    """The stores of every tenant under ``root``. Create it with ``async with TenantPool.open()``."""
+
+    _root: Path
+    _nursery: trio.Nursery
+    _max_open: int
+    _config: MemoryConfig
+    _embedding_dim: int | None
+    _tenants: dict[str, _Tenant] = attrs.field(factory=dict)
+    _closing: bool = False
+
+    @staticmethod
+    @asynccontextmanager
+    async def open(root: str | os.PathLike[str], *, max_open: int = DEFAULT_MAX_OPEN,
+                   config: MemoryConfig | None = None,
+                   embedding_dim: int | None = None) -> AsyncIterator[TenantPool]:
+        """A pool over ``root`` (created if missing). Leaving the block closes every store."""
+        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
+            raise ValueError(f"max_open: expected a positive integer, got {max_open!r}")
+        path = Path(root)
+        await trio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
+        async with trio.open_nursery() as nursery:
+            pool = TenantPool(path, nursery, max_open, config or MemoryConfig(), embedding_dim)
+            try:
+                yield pool
+            finally:
+                pool._close_all()
+
+    @property
+    def open_tenants(self) -> list[str]:
+        """Names of the tenants whose store is open now (for tests and statistics)."""
+        return sorted(n for n, t in self._tenants.items() if t.memory is not None and not t.closing)
+
+    @asynccontextmanager
+    async def use(self, name: str) -> AsyncIterator[Memory]:
+        """The memory of tenant ``name`` (already validated), open while the block runs."""
+        tenant = await self._acquire(name)
+        try:
+            assert tenant.memory is not None
+            yield tenant.memory
+        finally:
+            tenant.users -= 1
+            tenant.last_used = trio.current_time()
+            self._evict()
+
+    async def _acquire(self, name: str) -> _Tenant:
+        while True:
+            if self._closing:
+                raise EngineClosed("the server is shutting down")
+            tenant = self._tenants.get(name)
+            if tenant is None:
+                return await self._open(name)
+            if tenant.closing:
+                await tenant.closed.wait()
+                continue
+            tenant.users += 1
+            try:
+                await tenant.ready.wait()
+            except BaseException:
+                tenant.users -= 1
+                raise
+            if tenant.error is not None:
+                tenant.users -= 1
+                raise tenant.error
+            return tenant
+
+    async def _open(self, name: str) -> _Tenant:
+        tenant = _Tenant(name=name, users=1)
+        self._tenants[name] = tenant
+        try:
+            # Shielded: a client that hangs up must not abandon a store half opened.
+            with trio.CancelScope(shield=True):
+                await self._nursery.start(self._hold, tenant)
+        except BaseException as exc:
+            # Forget the failed tenant so that a later request tries again (a lock held by
+            # another process, for one, may go away); the requests waiting now see the error.
+            del self._tenants[name]
+            tenant.error = exc
+            tenant.ready.set()
+            tenant.closed.set()
+            raise
+        tenant.ready.set()
+        self._evict()
+        return tenant
+
+    async def _hold(self, tenant: _Tenant, *, task_status: trio.TaskStatus[None]) -> None:
+        started = False
+        try:
+            async with Engine.open(self._root / tenant.name,
+                                   embedding_dim=self._embedding_dim) as engine:
+                tenant.memory = Memory(engine, self._config)
+                task_status.started()
+                started = True
+                await tenant.close_requested.wait()
+                tenant.closing = True
+        except Exception:
+            if not started:
+                raise  # to the request that asked for the store, through nursery.start
+            # A store that fails while open (or while closing) must not take the server and
+            # every other tenant down with it: log it; the next request opens it again.
+            logger.exception("tenant %r: the store failed and was closed", tenant.name)
+        finally:
+            tenant.closing = True
+            tenant.memory = None
+            if self._tenants.get(tenant.name) is tenant:
+                del self._tenants[tenant.name]
+            tenant.closed.set()
+
+    def _evict(self) -> None:
+        """Close the least recently used idle tenants while more than ``max_open`` are open."""
+        live = [t for t in self._tenants.values() if not t.closing and t.memory is not None]
+        excess = len(live) - self._max_open
+        if excess <= 0:
+            return
+        idle = sorted((t for t in live if t.users == 0), key=lambda t: t.last_used or -math.inf)
+        for tenant in idle[:excess]:
+            tenant.closing = True
+            tenant.close_requested.set()
+
+    def _close_all(self) -> None:
+        self._closing = True
+        for tenant in list(self._tenants.values()):
+            tenant.closing = True
+            tenant.close_requested.set()
