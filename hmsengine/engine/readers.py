@@ -10,6 +10,7 @@ the event loop. The snapshot is immutable: the writer keeps committing meanwhile
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ MAX_QUERY_BYTES = 64 * 1024
 # Above this many postings/vector entries a query goes to a worker thread (~0.5 ms of kernel work).
 INLINE_WORK = 60_000
 SEMANTIC_MODES = (None, "ngram")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _check_weight(value: object, field: str) -> float:
@@ -66,7 +68,11 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
     if ids is not None:
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
             raise InvalidRequest("ids: expected a list of document ids")
-        candidates = {check_id(i, f"ids[{n}]") for n, i in enumerate(ids)}
+        candidates = set(ids)
+        for n, doc_id in enumerate(ids):
+            # The field name is only built for a bad id: filters of thousands of ids are common.
+            if not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or _UNSAFE.search(doc_id):
+                check_id(doc_id, f"ids[{n}]")
     if metadata is not None:
         if not isinstance(metadata, Mapping):
             raise InvalidRequest("metadata: expected a JSON object of key: value to match")
