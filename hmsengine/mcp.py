@@ -218,12 +218,14 @@ def available_tools() -> tuple[Tool, ...]:
     return tuple(t for t in TOOLS if t.op in OPERATIONS)
 
 
-def _prune(value: Any) -> Any:
-    """The value without nulls and empty lists (shorter to read for a model)."""
+def _prune(value: Any, *, top: bool = True) -> Any:
+    """The value without nested nulls and empty lists (shorter to read for a model); the keys of
+    the result itself stay, so ``{"items": []}`` still says "nothing"."""
     if isinstance(value, dict):
-        return {k: _prune(v) for k, v in value.items() if v is not None and v != [] and v != ()}
+        return {k: _prune(v, top=False) for k, v in value.items()
+                if top or (v is not None and v != [])}
     if isinstance(value, list):
-        return [_prune(v) for v in value]
+        return [_prune(v, top=False) for v in value]
     return value
 
 

@@ -98,9 +98,10 @@ class Indexer:
         """
         snap = self.snapshot
         dead_folded: list[int] = []
-        tail = list(snap.tail)
+        tail = snap.tail
+        new_docs: list[TailDoc] = []
         tail_dead = set(snap.tail_dead)
-        first_tail = tail[0].docnum if tail else None
+        first_tail = tail[0].docnum if len(tail) else None
         for sequence, ops in batch:
             for position, op in enumerate(ops):
                 old = self.docnum_of.pop(op.id, None)
@@ -112,17 +113,18 @@ class Indexer:
                 if isinstance(op, StoredPut):
                     key = doc_key(sequence, position)
                     self.docnum_of[op.id] = key
-                    tail.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
+                    new_docs.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
                     if first_tail is None:
                         first_tail = key
                 self._meta_update(op)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
-        self.snapshot = Snapshot(revision=revision, segments=segments, tail=tuple(tail),
+        grown = tail.extended(new_docs) if new_docs else tail
+        self.snapshot = Snapshot(revision=revision, segments=segments, tail=grown,
                                  tail_dead=frozenset(tail_dead), build_tail=self.build_tail,
                                  load_texts=self.load_texts)
         # Wake the builder only when there is something new for it to decide: a tail just
         # started (its idle timer), a full tail, or deletions in folded segments.
-        if not snap.tail or len(tail) >= FOLD_AT or dead_folded:
+        if not len(snap.tail) or len(grown) >= FOLD_AT or dead_folded:
             self._wake.set()
 
     # -- metadata filter index (built on first use) -----------------------------------------
@@ -371,7 +373,7 @@ class Indexer:
                 view = view.without([segment.local(d) for d in died])
             segments = (*segments, view)
         self.snapshot = Snapshot(
-            revision=snap.revision, segments=segments, tail=snap.tail[len(tail):],
+            revision=snap.revision, segments=segments, tail=snap.tail[len(tail):].compacted(),
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
             build_tail=self.build_tail, load_texts=self.load_texts,
         )

@@ -66,6 +66,56 @@ class TailDoc:
     embedding: np.ndarray | None
 
 
+class TailView(Sequence[TailDoc]):
+    """An immutable view of the unfolded tail: ``items[start:end]`` of a list shared by every
+    snapshot until the next fold.
+
+    Publishing a snapshot after a commit appends to the shared list and widens the view, so it
+    costs O(new documents), not O(tail) (a copy per commit measured 74 us at 512 documents).
+    A view never sees items appended after it was made.
+    """
+
+    __slots__ = ("_end", "_items", "_start")
+
+    def __init__(self, items: list[TailDoc] | None = None, start: int = 0, end: int | None = None) -> None:
+        self._items = items if items is not None else []
+        self._start = start
+        self._end = len(self._items) if end is None else end
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            begin, stop, step = index.indices(len(self))
+            if step != 1:
+                return tuple(self)[index]
+            return TailView(self._items, self._start + begin, self._start + max(begin, stop))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._items[self._start + index]
+
+    def __iter__(self) -> Any:
+        items = self._items
+        for i in range(self._start, self._end):
+            yield items[i]
+
+    def extended(self, docs: list[TailDoc]) -> TailView:
+        """This view plus ``docs``: shares the list when this view is its newest."""
+        if self._end == len(self._items):
+            self._items.extend(docs)
+            return TailView(self._items, self._start, len(self._items))
+        fresh = [*self, *docs]
+        return TailView(fresh, 0, len(fresh))
+
+    def compacted(self) -> TailView:
+        """The same documents in a list of their own (after a fold, frees the folded prefix)."""
+        fresh = list(self)
+        return TailView(fresh, 0, len(fresh))
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class Snapshot:
     """The index at one revision: segment views in docnum order, then the unfolded tail.
@@ -77,7 +127,7 @@ class Snapshot:
 
     revision: int
     segments: tuple[SegmentView, ...]
-    tail: tuple[TailDoc, ...] = ()
+    tail: TailView = attrs.field(factory=TailView)
     tail_dead: frozenset[int] = frozenset()
     build_tail: Callable[[Sequence[TailDoc]], Segment] | None = None
     load_texts: Callable[[Segment], list[str]] | None = None

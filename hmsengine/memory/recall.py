@@ -57,6 +57,8 @@ class _Plan:
         if kinds is None:
             kinds_t: tuple[str, ...] = DEFAULT_KINDS
         else:
+            if not isinstance(kinds, (str, list, tuple, set, frozenset)):
+                raise InvalidRequest(f"kinds: expected a kind or a tuple of kinds, got {kinds!r}")
             kinds_t = (kinds,) if isinstance(kinds, str) else tuple(kinds)
             if not kinds_t:
                 raise InvalidRequest("kinds: an empty tuple selects nothing", hint="omit it for the default")

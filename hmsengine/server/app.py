@@ -250,6 +250,8 @@ class ServerApp:
                 body: Any = None
                 if request.method in ("POST", "PUT"):
                     body = parse_json(await read_body(request, self.max_body, self.body_timeout))
+                    if not isinstance(body, dict):
+                        raise InvalidRequest("the body must be a JSON object")
                 async with self.pool.use(tenant) as memory:
                     result = await handler(memory, request, body)
                 return json_response(200, result)
@@ -334,8 +336,8 @@ def _fields(body: Any, what: str, allowed: set[str], required: tuple[str, ...]) 
 
 
 def _flag(value: str | None, name: str) -> bool:
-    if value is None or value in ("false", "0"):
+    if value is None or value == "false":
         return False
-    if value in ("true", "1"):
+    if value == "true":
         return True
     raise InvalidRequest(f"{name}: expected true or false, got {value!r}")

@@ -46,6 +46,8 @@ TIME: Schema = {"type": "integer", "minimum": MIN_MS, "maximum": MAX_MS,
 ID: Schema = {"type": "string", "minLength": 1, "maxLength": 512,
               "description": "an id: 1 to 512 bytes of UTF-8, no control characters"}
 NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 512}
+# A name only looked up (forget scopes, load and profile namespaces): any non-empty string.
+LOOKUP: Schema = {"type": "string", "minLength": 1}
 EMBEDDING: Schema = {"type": "array", "items": {"type": "number"}, "minItems": 1,
                      "description": "a vector of finite numbers (float32 range)"}
 METADATA: Schema = {"type": "object", "description": "a JSON object, at most 64 KiB as JSON"}
@@ -77,7 +79,9 @@ _SCOPE: Schema = {
     "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
     "description": "exactly one key",
     "properties": {
-        "ids": strings(ID), "subject": NAME, "entity": NAME, "namespace": NAME,
+        "ids": {"type": "array", "items": {},
+                "description": "ids to remove; what is not the id of a fact is ignored"},
+        "subject": LOOKUP, "entity": LOOKUP, "namespace": LOOKUP,
         "ingestedBefore": TIME, "eventBefore": TIME,
         "metadata": {"type": "object", "minProperties": 1},
     },
@@ -186,16 +190,16 @@ MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
                     obj({"dryRun": {"type": "boolean"}, "allowDestructive": {"type": "boolean"}}),
                     ref("ConsolidateReport")),
     "load": ("Load a Markdown document as episodes (idempotent by content).",
-             obj({"document": ID, "text": {"type": "string"}, "namespace": NAME,
+             obj({"document": ID, "text": {"type": "string"}, "namespace": LOOKUP,
                   "actor": nullable(NAME), "observedAt": nullable(TIME),
-                  "chunkChars": {"type": "integer", "minimum": 1}}, ["document", "text"]),
+                  "chunkChars": {"type": "integer", "minimum": 64}}, ["document", "text"]),
              ref("LoadResult")),
     "capture": ("Refused over JSON (it needs an extractor, a callable): always 422.",
                 obj({"text": {"type": "string"}, "namespace": NAME, "actor": nullable(NAME),
                      "observedAt": nullable(TIME)}, ["text"]),
                 items({"type": "string"})),
     "profile": ("A prompt-ready block of the current profile facts of a namespace.",
-                obj({"namespace": NAME, "budgetChars": {"type": "integer", "minimum": 1}}),
+                obj({"namespace": LOOKUP, "budgetChars": {"type": "integer", "minimum": 0}}),
                 ref("Profile")),
 }
 GENERIC_REQUEST: Schema = {"type": "object"}
@@ -226,7 +230,9 @@ def _responses(ok: Schema, description: str = "the result") -> dict[str, Any]:
 
 
 def _body(schema: Schema) -> dict[str, Any]:
-    return {"required": True, "content": {"application/json": {"schema": schema}}}
+    # An empty body is read as {}: required only where {} is not a valid request.
+    required = bool(resolve(schema, {"components": {"schemas": SCHEMAS}}).get("required"))
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
 _TENANT_PARAM = {

@@ -55,7 +55,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
     keys: KeyRing | None = None
-    config: MemoryConfig = MemoryConfig()
+    config: MemoryConfig = attrs.field(factory=MemoryConfig)
     embedding_dim: int | None = None
     max_body: int = DEFAULT_MAX_BODY
     timeout: float = DEFAULT_BODY_TIMEOUT
