@@ -302,6 +302,11 @@ class Indexer:
             return
         if self.snapshot.tail:
             await self._fold()
+        await self._persist_segments()
+
+    async def _persist_segments(self) -> None:
+        """Persist the current segments under the index I/O lock; a failure is counted, not
+        raised (the index is derived: the next open re-indexes what is not on disk)."""
         async with self.io_lock:
             segments = [v.segment for v in self.snapshot.segments]
             try:
@@ -350,13 +355,7 @@ class Indexer:
                 while (window := self._pick()) is not None:
                     await self._merge(*window)
                 if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
-                    async with self.io_lock:
-                        segments = [v.segment for v in self.snapshot.segments]
-                        try:
-                            with map_errors("persisting the index"):
-                                await trio.to_thread.run_sync(self._persist, segments)
-                        except HmsError:
-                            self.persist_failures += 1
+                    await self._persist_segments()
 
     async def _fold(self) -> None:
         tail = self.snapshot.tail
