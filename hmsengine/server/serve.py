@@ -239,15 +239,29 @@ def run(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr, flush=True)
     try:
         trio.run(serve, options)
-    except OSError as exc:  # the address is taken, the root cannot be created, ...
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except HmsError as exc:
-        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:  # a SIGINT before the signal receiver was open
-        return 130
+    except BaseException as raised:
+        # The nurseries wrap a failure in exception groups; a lone one is reported as itself
+        # (the policy of STYLE.md: no ExceptionGroup escapes), anything else re-raised.
+        failure = _lone(raised)
+        if isinstance(failure, KeyboardInterrupt):  # a SIGINT before the receiver was open
+            return 130
+        if isinstance(failure, OSError):  # the address is taken, the root cannot be made, ...
+            where = failure.filename or f"{options.host}:{options.port}"
+            print(f"error: {failure.strerror}: {where}" if failure.strerror
+                  else f"error: {failure}", file=sys.stderr)
+            return EXIT_FAILED
+        if isinstance(failure, HmsError):
+            print(f"error [{failure.code}]: {failure.message}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
     return EXIT_OK
+
+
+def _lone(exc: BaseException) -> BaseException:
+    """The single exception inside nested exception groups, or ``exc`` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def main(argv: list[str] | None = None) -> int:
