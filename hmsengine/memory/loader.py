@@ -54,7 +54,7 @@ from ..clock import to_ms
 from ..engine.values import check_id
 from ..errors import Conflict, HmsError, InvalidRequest
 from .chunking import DEFAULT_CHUNK_CHARS, chunk_markdown, chunk_plain
-from .inputs import prepare
+from .inputs import MAX_NAME, prepare
 from .values import Fact, LoadResult, Profile, RememberInput, Time
 
 if TYPE_CHECKING:
@@ -73,6 +73,15 @@ PROFILE_KINDS = ("fact", "profile", "procedure")  # the block's groups, in this 
 def _namespace(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidRequest(f"namespace: expected a non-empty string, got {value!r}")
+    if len(value) > MAX_NAME:
+        raise InvalidRequest(f"namespace: longer than {MAX_NAME} characters")
+    return value
+
+
+def _actor(value: object) -> str | None:
+    """Checked up front, so an empty document still refuses a bad actor."""
+    if value is not None and (not isinstance(value, str) or not value or len(value) > MAX_NAME):
+        raise InvalidRequest(f"actor: expected None or a non-empty string, got {value!r}")
     return value
 
 
@@ -221,6 +230,7 @@ async def load(memory: Memory, document: str, text: str, *, namespace: str = "de
     namespace = _namespace(namespace)
     extract = _extractor(extractor, required=False)
     observed = _observed(observed_at)
+    actor = _actor(actor)
     if isinstance(chunk_chars, bool) or not isinstance(chunk_chars, int) or chunk_chars < MIN_CHUNK_CHARS:
         raise InvalidRequest(f"chunk_chars: expected an integer of at least {MIN_CHUNK_CHARS}, "
                              f"got {chunk_chars!r}")
@@ -262,6 +272,7 @@ async def capture(memory: Memory, text: str, *, extractor: Extractor, namespace:
     assert extract is not None
     namespace = _namespace(namespace)
     observed = _observed(observed_at)
+    actor = _actor(actor)
     ids: dict[str, None] = {}
     for n, chunk in enumerate(chunk_plain(text, chunk_chars=CAPTURE_CHUNK_CHARS), start=1):
         try:

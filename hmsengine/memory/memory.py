@@ -49,7 +49,10 @@ class _Shared:
         self.index = MemoryIndex()
         self.index.load(engine.scan_metadata(), engine.revision)
         engine.add_commit_listener(self.index.on_commit)
+        # Serializes the checks of remember and the plans of forget against the index.
         self.lock = trio.Lock()
+        # Ids whose remember passed its checks and is being written (see remember_many).
+        self.pending: dict[str, trio.Event] = {}
 
 
 _SHARED: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary()
@@ -124,13 +127,30 @@ class Memory:
         prepared = [prepare(item, embedder_vector=by_index.get(i),
                             where=f"inputs[{i}]." if len(items) > 1 else "")
                     for i, item in enumerate(items)]
-        async with self._shared.lock:
-            digests = {p.id: await self._stored_digest(p.id) for p in prepared
-                       if p.id in self.index.facts}
-            results, new = self._check(prepared, digests)
+        shared = self._shared
+        involved = {p.id for p in prepared} | {t for p in prepared for t in p.stamp.supersedes}
+        while True:
+            # Check under the lock, then write outside it with the new ids reserved: concurrent
+            # remembers of other ids share group commits; one touching a reserved id (or naming
+            # it in supersedes) waits for that write to finish or fail, then checks again.
+            async with shared.lock:
+                busy = [shared.pending[i] for i in involved if i in shared.pending]
+                if not busy:
+                    digests = {p.id: await self._stored_digest(p.id) for p in prepared
+                               if p.id in self.index.facts}
+                    results, new = self._check(prepared, digests)
+                    reserved = {p.id: trio.Event() for p in new}
+                    shared.pending.update(reserved)
+                    break
+            await busy[0].wait()
+        try:
             if new:
                 now = self.engine.now()
                 await self.engine.put_documents([p.document(now) for p in new])
+        finally:
+            for doc_id, event in reserved.items():
+                del shared.pending[doc_id]
+                event.set()
         created = tuple(r.id for r in results if r.created)
         if created:
             await self._notify("remember", created)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import to_ms
 from ..config import KINDS
+from ..engine.values import check_embedding
 from ..errors import InvalidRequest, NotFound
 from .values import Explanation, RecallHit
 
@@ -81,6 +82,8 @@ class _Plan:
         self.as_of = None if options.get("as_of") is None else to_ms(options["as_of"], field="as_of")
         self.t = self.as_of if self.as_of is not None else memory.engine.now()
         self.embedding = options.get("embedding")
+        if self.embedding is not None:
+            check_embedding(self.embedding, "embedding")
         self.explain = bool(options.get("explain", False))
 
 

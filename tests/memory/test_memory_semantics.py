@@ -365,3 +365,36 @@ async def test_json_contract_roundtrip():
         assert f == {"removed": ["e1"], "relinked": [], "dryRun": True}
         with pytest.raises(InvalidRequest):
             await memory.call("dance", {})
+
+
+async def test_concurrent_remembers_share_commits_and_stay_exact():
+    """Concurrent remembers of different ids share fsyncs; of one id with two payloads, exactly
+    one is stored and the other is Conflict; of one id with one payload, one is created."""
+    import trio
+
+    async with Engine.open(None) as engine:
+        memory = Memory(engine)
+        outcomes: list[str] = []
+
+        async def one(i: int) -> None:
+            await memory.remember(f"fact number {i}", id=f"f{i}")
+
+        async def contested(text: str) -> None:
+            try:
+                result = await memory.remember(text, id="same")
+                outcomes.append("created" if result.created else "repeat")
+            except Conflict:
+                outcomes.append("conflict")
+
+        async with trio.open_nursery() as nursery:
+            for i in range(64):
+                nursery.start_soon(one, i)
+            nursery.start_soon(contested, "first payload")
+            nursery.start_soon(contested, "second payload")
+            nursery.start_soon(contested, "first payload")
+        stats = engine.statistics()
+        assert stats.documents == 65
+        assert stats.commits < stats.transactions  # remembers were group-committed
+        assert outcomes.count("created") == 1
+        stored = (await memory.get("same")).text
+        assert outcomes.count("conflict") == (2 if stored == "second payload" else 1)
