@@ -18,6 +18,8 @@ worker thread while readers keep reading the old generation:
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import trio
 
@@ -206,7 +208,7 @@ async def compact(core: StoreCore, indexer: Indexer, *, purge: bool) -> CompactR
         # The replaced generation is zeroed when purging; strays of an interrupted compaction
         # always (they may hold text an earlier purge was erasing).
         zero = purge or stray != old
-        await trio.to_thread.run_sync(lambda s=stray, z=zero: remove_generation(directory, s, zero=z))
+        await trio.to_thread.run_sync(functools.partial(remove_generation, directory, stray, zero=zero))
         removed.append(stray)
     return CompactReport(generation=name, documents=len(new.locations), bytes_before=before,
                          bytes_after=new.bytes_written, purged=purge,

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
@@ -26,7 +27,7 @@ from ..index import persist
 from ..index.analyzer import Analyzer
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
-from .state import doc_key
+from .state import DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
 
@@ -220,8 +221,9 @@ class Indexer:
                 result.append(group[0])
                 continue
             edim = self._core.table.embedding_dim
-            merged = await trio.to_thread.run_sync(lambda g=group, e=edim: merge_segments(
-                [v.segment for v in g], [v.live for v in g], dim=self.dim, embedding_dim=e))
+            merged = await trio.to_thread.run_sync(
+                functools.partial(merge_segments, [v.segment for v in group], [v.live for v in group],
+                                  dim=self.dim, embedding_dim=edim))
             result.append(SegmentView.fresh(merged))
         return result
 
@@ -315,12 +317,12 @@ class Indexer:
             except HmsError:
                 self.persist_failures += 1
 
-    def _build_chunk(self, chunk: list[tuple[str, object]], embedding_dim: int | None) -> Segment:
+    def _build_chunk(self, chunk: list[tuple[str, DocEntry]], embedding_dim: int | None) -> Segment:
         core = self._core
-        texts = [core.read_text(e.offset, e.length, e.crc) for _, e in chunk]  # type: ignore[attr-defined]
+        texts = [core.read_text(e.offset, e.length, e.crc) for _, e in chunk]
         return build_segment(
             self.analyzer, ids=[i for i, _ in chunk], texts=texts,
-            embeddings=[e.embedding for _, e in chunk], first_docnum=0,  # type: ignore[attr-defined]
+            embeddings=[e.embedding for _, e in chunk], first_docnum=0,
             dim=self.dim, embedding_dim=embedding_dim,
         )
 

@@ -169,9 +169,9 @@ class WriterActor:
     async def _commit_batch(self, batch: list[WriteRequest]) -> None:
         core = self._core
         if core.broken is not None:
-            error = DurabilityError("the store refuses writes after an earlier write or fsync failed")
+            refused = DurabilityError("the store refuses writes after an earlier write or fsync failed")
             for request in batch:
-                request.slot.set_error(error)
+                request.slot.set_error(refused)
             return
         try:
             planned, accepted = self._plan(batch)
@@ -181,7 +181,8 @@ class WriterActor:
             try:
                 stored = await trio.to_thread.run_sync(core.commit, planned)
             except BaseException as exc:
-                error = exc if isinstance(exc, HmsError) else DurabilityError(f"commit failed: {exc!r}")
+                error: HmsError = (exc if isinstance(exc, HmsError)
+                                   else DurabilityError(f"commit failed: {exc!r}"))
                 for request, _ in [*accepted, *self._noops]:
                     request.slot.set_error(error)
                 return

@@ -135,6 +135,7 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndar
     parts = []
     avgdl = snap.avgdl
     weights = p.weights
+    assert weights is not None  # only called when the query has terms
     for i, view in enumerate(snap.views):
         seg = view.segment
         ids = p.local_terms[i]
@@ -194,10 +195,10 @@ def _segment_lexical(seg: Any, norms: np.ndarray, ids: np.ndarray, weights: np.n
                             allowed, acc, seen, touched, n)
         if pos + 1 < len(order):
             theta = kth_best(acc, touched, n, depth)
-    _, local = topk_touched(acc, seen, touched, n, 2 * depth + 8, 0)
-    local = local.astype(np.int32)
-    exact = bm25_score_docs(t.offsets, t.doc_ids, t.values, norms, ids, weights, local)
-    docnums = seg.docnums[local]
+    _, found = topk_touched(acc, seen, touched, n, 2 * depth + 8, 0)
+    picked: Any = found.astype(np.int32)
+    exact = bm25_score_docs(t.offsets, t.doc_ids, t.values, norms, ids, weights, picked)
+    docnums = seg.docnums[picked]
     best = np.lexsort((docnums, -exact))[:depth]
     return exact[best], docnums[best]
 
@@ -216,7 +217,7 @@ def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray
     buckets, weights = q.ngram
     parts = []
     for i, view in enumerate(snap.views):
-        g = view.segment.ngram_postings(snap.load_texts, q.dim)
+        g = view.segment.ngram_postings(_loader(snap), q.dim)
         if q.candidates is not None:
             docs = q.candidates.get(i)
             if docs is None or docs.size == 0:
@@ -250,6 +251,12 @@ def _cosine(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarra
         scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth)
         parts.append((scores, seg.docnums[rows]))
     return merge_topk(parts, depth)
+
+
+def _loader(snap: Snapshot) -> Any:
+    if snap.load_texts is None:
+        raise RuntimeError("a snapshot without a text loader cannot build n-gram postings")
+    return snap.load_texts
 
 
 def _rank_map(docs: np.ndarray) -> dict[int, int]:
@@ -328,7 +335,7 @@ def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: list[int],
                 if s > 0.0:  # a BM25 match always scores > 0
                     out["lexical"][int(num)] = float(s)
         if "ngram" in out and q.ngram is not None:
-            g = seg.ngram_postings(snap.load_texts, q.dim)
+            g = seg.ngram_postings(_loader(snap), q.dim)
             scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, q.ngram[0], q.ngram[1], docs)
             for num, s, m in zip(nums, scores, _matched(g, q.ngram[0], docs), strict=True):
                 if m:

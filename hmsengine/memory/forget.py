@@ -166,18 +166,20 @@ async def consolidate(memory: Memory, *, dry_run: bool, allow_destructive: bool)
             if fact is not None:
                 key = (namespace, subject, fact.kind, _normalised(fact.text))
                 groups.setdefault(key, []).append(doc_id)
-    inputs, superseded = [], []
-    for (namespace, subject, kind, _), ids in sorted(groups.items()):
-        if len(ids) < 2:
+    inputs: list[RememberInput] = []
+    superseded: list[str] = []
+    for (namespace, subject, kind, _), members in sorted(groups.items()):
+        if len(members) < 2:
             continue
-        ids.sort(key=lambda i: (index.facts[i].ingest_time, i))
-        first = await memory.fact(ids[0])
+        members.sort(key=lambda i: (index.facts[i].ingest_time, i))
+        first = await memory.fact(members[0])
         assert first is not None
-        entities = sorted({e for i in ids for e in index.facts[i].entities})
+        entities = sorted({e for i in members for e in index.facts[i].entities})
         inputs.append(RememberInput(text=first.text, subject=subject, namespace=namespace, kind=kind,
-                                    entities=tuple(entities), supersedes=tuple(ids), sources=tuple(ids),
+                                    entities=tuple(entities), supersedes=tuple(members),
+                                    sources=tuple(members),
                                     metadata={"consolidated": True}))
-        superseded.extend(ids)
+        superseded.extend(members)
     remove = policy.remove_sources and allow_destructive
     if dry_run or not inputs:
         from .inputs import prepare

@@ -221,8 +221,8 @@ async def explain(memory: Memory, query: str, doc_id: str, **options: Any) -> Ex
     status = memory.index.status(doc_id, plan.t, plan.known_at, memory.slot_policy)
     hits = await memory.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id])
     hit = hits[0] if hits else None
-    score = None
+    alone: float | None = None
     if hit is not None:
         recency, historical = _multipliers(memory, doc_id, status, plan)
-        score = hit.score * recency * historical
-    return _explanation(memory, query, plan, doc_id, hit, status, None, score, fact.text)
+        alone = hit.score * recency * historical
+    return _explanation(memory, query, plan, doc_id, hit, status, None, alone, fact.text)

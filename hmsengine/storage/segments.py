@@ -63,7 +63,7 @@ def check_record(data: bytes, expected_crc: int | None = None) -> bool:
     if expected_crc is not None and crc != expected_crc:
         return False
     actual = zlib.crc32(data[RECORD_HEADER_SIZE:], zlib.crc32(data[:16])) ^ RECORD_CRC_XOR
-    return (actual & 0xFFFFFFFF) == crc
+    return bool((actual & 0xFFFFFFFF) == crc)
 
 
 def decode_record(
