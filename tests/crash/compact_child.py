@@ -1,6 +1,6 @@
 """Child of the compaction kill test: writes, deletes and compacts (some with purge) until killed.
 
-Usage: python compact_child.py STORE RUN. Prints ``PUT <id>`` / ``DEL <id>`` (flushed) once a
+Usage: python compact_child.py STORE RUN PURGE (1: every compaction purges). Prints ``PUT <id>`` / ``DEL <id>`` (flushed) once a
 put or delete is acknowledged, and ``READY`` once the store is open.
 """
 
@@ -18,7 +18,7 @@ def text_for(doc_id: str) -> str:
     return f"MARK-{doc_id}-KRAM body of {doc_id} " + "filler words " * 8
 
 
-async def main(store: str, run: str) -> None:
+async def main(store: str, run: str, purge: bool) -> None:
     rng = random.Random(run)
     async with Engine.open(store) as engine:
         print("READY", flush=True)
@@ -36,7 +36,7 @@ async def main(store: str, run: str) -> None:
 
         async def compactor() -> None:
             while True:
-                await engine.compact(purge=rng.random() < 0.5)
+                await engine.compact(purge=purge)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(writer)
@@ -44,4 +44,4 @@ async def main(store: str, run: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1], sys.argv[2])
+    trio.run(main, sys.argv[1], sys.argv[2], sys.argv[3] == "1")

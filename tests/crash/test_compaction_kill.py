@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from compact_child import text_for  # noqa: E402
 from markers import files_containing  # noqa: E402
 
-KILLS = int(os.environ.get("HMS_COMPACT_KILLS", "24"))
+KILLS = int(os.environ.get("HMS_COMPACT_KILLS", "30"))
 
 
 async def test_kill_during_compaction_and_purge(disk_path):
@@ -30,10 +30,12 @@ async def test_kill_during_compaction_and_purge(disk_path):
                                     for i in range(3000)])
     live: set[str] = {f"base-{i}" for i in range(3000)}
     deleted: set[str] = set()
-    mid_compaction = 0
+    mid_compaction = mid_purge = 0
     for run in range(KILLS):
+        purging = run % 5 != 4  # four runs in five kill purges, the fifth plain compactions
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "compact_child.py"),
-                                 disk_path, f"r{run}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                 disk_path, f"r{run}", "1" if purging else "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().startswith(b"READY")
@@ -51,7 +53,9 @@ async def test_kill_during_compaction_and_purge(disk_path):
                 live.discard(doc_id)
                 deleted.add(doc_id)
         # Two generation directories at kill time: the kill landed inside a compaction.
-        mid_compaction += len([n for n in os.listdir(disk_path) if n.startswith("gen-")]) > 1
+        inside = len([n for n in os.listdir(disk_path) if n.startswith("gen-")]) > 1
+        mid_compaction += inside
+        mid_purge += inside and purging
         async with Engine.open(disk_path) as engine:
             generations = [n for n in os.listdir(disk_path) if n.startswith("gen-")]
             assert len(generations) == 1, generations  # strays were erased at open
@@ -65,6 +69,8 @@ async def test_kill_during_compaction_and_purge(disk_path):
                 await engine.compact(purge=True)
                 needles = [f"MARK-{d}-KRAM".encode() for d in deleted]
                 assert files_containing(disk_path, needles) == {}
-    print(f"compaction kills={KILLS} mid-compaction={mid_compaction} live={len(live)} "
-          f"deleted={len(deleted)} lost=0")
+    print(f"compaction kills={KILLS} mid-compaction={mid_compaction} mid-purge={mid_purge} "
+          f"live={len(live)} deleted={len(deleted)} lost=0")
     assert mid_compaction > 0  # the kills did land inside compactions
+    if KILLS >= 30:
+        assert mid_purge >= 20  # the acceptance: at least 20 kill points inside a purge
