@@ -1,7 +1,9 @@
-"""Child of the compaction kill test: writes, deletes and compacts (some with purge) until killed.
+"""Child of the compaction kill test: writes, deletes and compacts (with or without purge)
+until killed.
 
-Usage: python compact_child.py STORE RUN PURGE (1: every compaction purges). Prints ``PUT <id>`` / ``DEL <id>`` (flushed) once a
-put or delete is acknowledged, and ``READY`` once the store is open.
+Usage: python compact_child.py STORE RUN PURGE (1: every compaction purges). Prints
+``PUT <id>`` / ``DEL <id>`` (flushed) once a put or delete is acknowledged, and ``READY`` once
+the store is open.
 """
 
 from __future__ import annotations
