@@ -31,8 +31,11 @@ demo: $(STAMP_BASE)
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q
 
+# Every benchmark, each writing bench/results/<name>.json (about 20 minutes on 2 cores).
+BENCHES := ingest search purge memory_overhead load server
+
 bench: $(STAMP_BENCH)
-	$(PY) bench/ingest.py
+	set -e; for b in $(BENCHES); do $(PY) bench/$$b.py; done
 
 lint: $(STAMP_TEST)
 	$(PY) -m pip install -q ruff && $(PY) -m ruff check hmsengine tests bench
