@@ -15,6 +15,7 @@ the actor keeps running and answers every later write with :class:`DurabilityErr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -29,6 +30,8 @@ from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
 from .values import Change, DeleteOp, DeleteResult, PutOp, PutResult
+
+_log = logging.getLogger("hmsengine.writer")
 
 MAX_BATCH_TRANSACTIONS = 1024
 # Zeroing this many bytes of dead records runs inline on the event loop (a page-cache write of a
@@ -193,7 +196,12 @@ class WriterActor:
                               metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
                        for ops in stored for op in ops]
             for listener in list(self.listeners):
-                listener(core.table.revision, changes)
+                try:
+                    listener(core.table.revision, changes)
+                except Exception:
+                    # The batch is durable and its callers must hear so; a faulty listener is
+                    # its owner's bug, logged here, and never latches the store broken.
+                    _log.exception("a commit listener failed at revision %d", core.table.revision)
             try:
                 await self._zero(applied)
             except HmsError as exc:

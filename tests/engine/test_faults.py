@@ -104,3 +104,18 @@ async def test_oversized_batch_is_invalid_and_latches_nothing(monkeypatch):
             await engine.put_documents([{"id": f"d{i}", "text": "x" * 600} for i in range(2)])
         await engine.put_document("ok", "fine")
         assert not engine.statistics().broken
+
+
+async def test_faulty_commit_listener_does_not_break_writes():
+    """A commit listener that raises is logged; the write still succeeds and the store stays
+    writable."""
+    async with Engine.open(None) as engine:
+        def broken(revision, changes):
+            raise RuntimeError("listener bug")
+
+        engine.add_commit_listener(broken)
+        result = await engine.put_document("a", "text")
+        assert result.created and not engine.statistics().broken
+        engine.remove_commit_listener(broken)
+        await engine.put_document("b", "more")
+        assert engine.statistics().documents == 2
