@@ -392,7 +392,10 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
             raise_single(group)
     finally:
         with trio.CancelScope(shield=True):
-            # The index is derived: persisting it is best effort (a failure is counted).
-            await indexer.persist_now()
-            with map_errors("closing the store"):
-                await trio.to_thread.run_sync(core.close)
+            try:
+                # The index is derived: persisting it is best effort (a failure is counted).
+                await indexer.persist_now()
+            finally:
+                # Whatever happened above, the files are closed and the lock released.
+                with map_errors("closing the store"):
+                    await trio.to_thread.run_sync(core.close)
