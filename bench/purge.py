@@ -20,11 +20,10 @@ alternating from one repeat to the next:
      seconds and as MB/s of the store's on-disk size before the purge;
   3. delete: ``delete_document(id)`` of existing documents one at a time (median per delete):
      the delete is journaled and fsynced, and the text record is zeroed in place, not synced;
-  4. delete + sync: ``delete_document(id)`` followed by
-     ``await trio.to_thread.run_sync(engine._core.checkpoint)``. That is the engine's internal
-     sync path (not public API): fsync ``documents.text`` (making the zeroing durable), then
-     append and fsync a checkpoint frame in the journal. It is what close, compaction and every
-     64 MiB of unsynced text run; the public way to force it is closing the store or compacting.
+  4. delete + sync: ``delete_document(id)`` followed by ``await engine.sync()``: fsync
+     ``documents.text`` (making the zeroing durable), then append and fsync a checkpoint frame in
+     the journal, through the writer actor. It is what ``forget`` runs before it returns, and
+     what close, compaction and every 64 MiB of unsynced text run.
 - Once, for information: creating and reopening a small store with a passphrase (Argon2id).
 
 Encryption's overhead is a ratio of time measured in the same run (plain rate / encrypted rate,
@@ -319,15 +318,14 @@ def measure_store(path: Path, key: bytes | None, queries: list[str], purge_ids: 
                              "records_zeroed": d["records_zeroed"],
                              "checkpoints": d["checkpoints"]}
 
-            # 4. delete, then the internal text-segment sync + checkpoint frame
-            checkpoint = engine._core.checkpoint
+            # 4. delete, then engine.sync(): the text segment fsync + a checkpoint frame
             before = _stats(engine)
             lat = []
             cpu = time.process_time()
             for doc_id in sync_ids:
                 t = clock()
                 existed = await engine.delete_document(doc_id)
-                await trio.to_thread.run_sync(checkpoint)
+                await engine.sync()
                 lat.append(clock() - t)
                 if not existed:
                     raise RuntimeError(f"{doc_id} was not there to delete")
@@ -527,8 +525,8 @@ def report(ingest: dict[str, Any], sizes: list[dict[str, Any]], repeats: int,
     print()
     print("delete: delete_document(id), one at a time (journaled + fsynced; the text record is "
           "zeroed in place, not synced).")
-    print("delete + sync: delete_document(id), then the engine's internal text sync + checkpoint "
-          "(engine._core.checkpoint in a worker thread): what makes the zeroing durable.")
+    print("delete + sync: delete_document(id), then engine.sync() (text segment fsync + checkpoint): "
+          "what makes the zeroing durable, as forget does.")
     print(f"purge: compact(purge=True) after deleting {PURGE_FRACTION:.0%} of the documents; "
           "MB/s of the store's on-disk size before it (journal, text, index segments).")
 
@@ -678,9 +676,8 @@ def main(argv: list[str] | None = None) -> int:
             "deletes": deletes, "purge_fraction": PURGE_FRACTION,
             "purge_delete_tasks": DELETE_TASKS,
             "order_per_repeat": "open a copy; search; delete 1% (untimed) then compact(purge=True);"
-                                " delete x deletes; delete + engine._core.checkpoint x deletes",
-            "delete_sync": "await engine.delete_document(id); await "
-                           "trio.to_thread.run_sync(engine._core.checkpoint) (internal: fsync "
+                                " delete x deletes; delete + engine.sync() x deletes",
+            "delete_sync": "await engine.delete_document(id); await engine.sync() (fsync "
                            "documents.text, then append + fsync a journal checkpoint frame)",
             "aims": {"ingest_time_ratio_max": AIM_INGEST, "search_time_ratio_max": AIM_SEARCH},
         },
