@@ -1,11 +1,16 @@
 """The ``hms`` command: thin over the public API.
 
+Commands: the memory ones (``remember``, ``recall``, ``explain``, ``history``, ``forget``,
+``load``, ``compact``; in cli_memory.py), the document ones (``put``, ``get``, ``delete``,
+``stats``), ``demo``, ``serve`` and ``mcp``; docs/cli.md documents each.
+
 ``main(argv=None) -> int`` is testable without a subprocess. Exit codes: 0 ok, 1 not found,
 2 bad input, 3 conflict, 4 store problem. Every error is printed with its code and hint; a
 traceback only with ``--debug``. ``--json`` prints machine-readable output.
 
-The store comes from ``--store`` or ``HMS_STORE`` (default ``./hms-store``). Global options are
-accepted before or after the command.
+The store comes from ``--store`` or ``HMS_STORE`` (default ``./hms-store``), an encryption key
+from the environment variable ``--key-env`` names (never from the command line). Global options
+are accepted before or after the command.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import attrs
 import trio
 
+from . import cli_memory
 from .engine import Engine
 from .errors import Conflict, HmsError, InvalidRequest, NotFound
 
@@ -45,6 +51,8 @@ def _globals() -> argparse.ArgumentParser:
                         help="machine-readable JSON output")
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks")
+    common.add_argument("--key-env", metavar="NAME", default=argparse.SUPPRESS,
+                        help="read the store's encryption key from this environment variable")
     return common
 
 
@@ -62,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help="delete a document")
     p.add_argument("id")
     sub.add_parser("stats", parents=[common], help="store statistics")
+    cli_memory.add_parsers(sub, common)
     sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
     p = sub.add_parser("serve", help="serve the JSON contract over HTTP, one store per tenant "
                                      "(needs the 'server' extra)")
@@ -95,10 +104,24 @@ def _emit(args: argparse.Namespace, value: Any, human: Callable[[], str]) -> Non
         print(human())
 
 
+def _key(args: argparse.Namespace) -> str | None:
+    """The key from the environment variable ``--key-env`` names (never from the command line)."""
+    name = getattr(args, "key_env", None)
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise InvalidRequest(f"key_env: the environment variable {name!r} is not set",
+                             hint=f"export {name}=... (the key) and run again")
+    return value
+
+
 async def _run(args: argparse.Namespace) -> int:
     store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
-    async with Engine.open(store) as engine:
-        if args.command == "put":
+    async with Engine.open(store, key=_key(args)) as engine:
+        if args.command in cli_memory.MEMORY_COMMANDS:
+            await cli_memory.run(engine, args)
+        elif args.command == "put":
             text = sys.stdin.read() if args.text == "-" else args.text
             try:
                 metadata = json.loads(args.metadata) if args.metadata else None

@@ -1,78 +1,158 @@
-"""``make demo``: a short tour of the document engine on an embedded store.
+"""``make demo`` / ``hms demo``: a short tour of hmsengine's memory on an embedded store.
 
-Opens a store in a temporary directory, writes documents from concurrent tasks (one group-
-committed fsync for many writers), reads them back, replaces and deletes one, closes the store,
-reopens it and shows that everything acknowledged survived.
+In a temporary directory: remember facts with valid times; supersede one; recall now and as of
+a past moment; explain why a fact came back and why another did not; load a Markdown document
+into episodes and facts (with a tiny rule-based extractor); forget with purge, then scan every
+byte of every file of the store (inside zstd frames too) for the forgotten text. A few seconds.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import tempfile
-import time
+from datetime import UTC, datetime
 
 import trio
+import zstandard
 
-from . import Engine
+from . import Engine, ForgetScope, RememberInput
 
-FACTS = [
-    ("paris", "Alice lived in Paris from 2020 to 2024.", {"subject": "alice/city"}),
-    ("berlin", "Alice moved to Berlin in January 2025.", {"subject": "alice/city"}),
-    ("tea", "Bob prefers green tea in the afternoon.", {"subject": "bob/drink"}),
-    ("deadline", "The quarterly report is due on the last Friday of March.", None),
-]
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+NOTES = """# Team notes, March 2025
+
+## People
+Carol works on the search team.
+Dan works on the storage team.
+
+## Decisions
+The storage team chose zstd for compression.
+"""
+
+SECRET = "Bob's locker code is 4417"
 
 
 def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-async def tour(path: str) -> None:
-    say(f"1. Opening an embedded store at {path}")
+def ms(year: int, month: int = 1, day: int = 1) -> int:
+    return int(datetime(year, month, day, tzinfo=UTC).timestamp() * 1000)
+
+
+def day(t: int | None) -> str:
+    return "-" if t is None else datetime.fromtimestamp(t / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def works_on(chunk: str, current: object) -> list[RememberInput]:
+    """A tiny rule-based extractor: "<Name> works on the <team> team." becomes a fact."""
+    return [RememberInput(text=f"{name} works on the {team} team", subject=f"{name.lower()}/team",
+                          entities=(name.lower(),))
+            for name, team in re.findall(r"\b([A-Z][a-z]+) works on the (\w+) team", chunk)]
+
+
+def scan_store(root: str, needle: bytes) -> tuple[int, list[str]]:
+    """Every file under ``root``, raw and inside every zstd frame: (files scanned, files holding
+    ``needle``)."""
+    scanned, holding = 0, []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            scanned += 1
+            views = [data]
+            pos = data.find(ZSTD_MAGIC)
+            while pos >= 0:
+                try:
+                    views.append(zstandard.ZstdDecompressor().decompressobj().decompress(data[pos:]))
+                except zstandard.ZstdError:
+                    pass
+                pos = data.find(ZSTD_MAGIC, pos + 1)
+            if any(needle in v for v in views):
+                holding.append(os.path.relpath(path, root))
+    return scanned, holding
+
+
+async def tour(path: str) -> bool:
     async with Engine.open(path) as engine:
-        for doc_id, text, meta in FACTS:
-            result = await engine.put_document(doc_id, text, metadata=meta)
-            say(f"   put {doc_id!r:11} created={result.created} revision={result.revision}")
+        memory = engine.memory()
 
-        say("\n2. 32 concurrent writers, 50 documents each, every write durable when it returns")
-        start = time.perf_counter()
+        say(f"1. Remember facts, each with the time it became true  (store: {path})")
+        await memory.remember("Alice lives in Paris", id="alice-paris", subject="alice/city",
+                              entities=("alice",), valid_from=ms(2019, 3, 1))
+        await memory.remember(SECRET, id="bob-locker", subject="bob/locker", entities=("bob",),
+                              valid_from=ms(2023))
+        await memory.remember("Bob prefers green tea", id="bob-tea", subject="bob/drink",
+                              entities=("bob",), valid_from=ms(2022))
+        say("   alice-paris  Alice lives in Paris    (valid from 2019-03-01)")
+        say("   bob-tea      Bob prefers green tea   (valid from 2022-01-01)")
+        say("   bob-locker   " + SECRET + " (valid from 2023-01-01)")
 
-        async def writer(k: int) -> None:
-            for i in range(50):
-                await engine.put_document(f"note-{k}-{i}", f"note {i} from writer {k}")
+        say("\n2. Supersede: Alice moved. The new fact replaces the old one from its valid time on")
+        r = await memory.remember("Alice lives in Berlin", id="alice-berlin", subject="alice/city",
+                                  entities=("alice",), valid_from=ms(2025, 1, 15),
+                                  supersedes=["alice-paris"])
+        say(f"   alice-berlin supersedes {', '.join(r.superseded)}")
+        for f in await memory.history("alice-berlin"):
+            say(f"   history: {f.id:13} {f.text!r} valid from {day(f.valid_from)}")
 
-        async with trio.open_nursery() as nursery:
-            for k in range(32):
-                nursery.start_soon(writer, k)
-        took = time.perf_counter() - start
-        stats = engine.statistics()
-        say(f"   1600 durable puts in {took:.2f}s; {stats.transactions} transactions shared "
-            f"{stats.fsyncs} fsyncs (group commit)")
+        say("\n3. Recall now versus as of a past moment (time travel)")
+        now = await memory.recall("where does Alice live", k=3)
+        say("   now:           " + "; ".join(f"{h.fact.text} [{h.status}]" for h in now))
+        past = await memory.recall("where does Alice live", k=3, as_of=ms(2022, 6, 1))
+        say("   as of 2022-06: " + "; ".join(f"{h.fact.text} [{h.status}]" for h in past))
+        every = await memory.recall("where does Alice live", k=3, history="all")
+        say("   history=all:   " + "; ".join(f"{h.fact.text} [{h.status}]" for h in every))
+        status = {h.fact.id: (h.fact.text, h.status) for h in every}
+        say(f"   superseded fact: alice-paris {status['alice-paris'][0]!r}; "
+            f"current fact: alice-berlin {status['alice-berlin'][0]!r}")
 
-        say("\n3. Replace and delete")
-        await engine.put_document("tea", "Bob switched to black coffee.", metadata={"subject": "bob/drink"})
-        doc = await engine.get_document("tea")
-        say(f"   tea is now: {doc.text if doc else None!r}")
-        existed = await engine.delete_document("deadline")
-        say(f"   deleted 'deadline' (existed={existed}); its text record was overwritten with zeros")
-        revision = engine.revision
+        say("\n4. Explain why a fact came back, and why another did not")
+        e = await memory.explain("where does Alice live", "alice-berlin")
+        say(f"   alice-berlin: rank {e.rank}, {e.status}, matched terms {list(e.matched_terms)}, "
+            f"lexical score {e.lexical:.3f}")
+        e = await memory.explain("where does Alice live", "alice-paris")
+        say(f"   alice-paris:  not returned (rank {e.rank}): it matches {list(e.matched_terms)} too, "
+            f"but is {e.status} now (chain {' -> '.join(e.chain)})")
 
-    say("\n4. Reopening the store")
-    async with Engine.open(path) as engine:
-        say(f"   revision {engine.revision} (was {revision}), {engine.statistics().documents} documents")
-        for doc_id in ("paris", "berlin", "tea", "deadline", "note-31-49"):
-            doc = await engine.get_document(doc_id)
-            say(f"   {doc_id!r:13} -> {doc.text if doc else None!r}")
-        assert engine.revision == revision
-    say("\nEverything acknowledged survived the reopen.")
-    say("Next: `make test` runs the suite (kill -9 and power-loss tests included);")
-    say("docs/ARCHITECTURE.md is the tour of the code, docs/PERSISTED-FORMAT.md every byte on disk.")
+        say("\n5. Load a Markdown document: chunks become episodes, a rule-based extractor draws facts")
+        loaded = await memory.load("team-notes", NOTES, extractor=works_on, observed_at=ms(2025, 3, 1))
+        say(f"   episodes: {', '.join(loaded.episodes)}")
+        for fact_id in loaded.facts:
+            fact = await memory.get(fact_id)
+            say(f"   fact:     {fact.text if fact else fact_id!r}")
+        hits = await memory.recall("who works on storage", k=1)
+        say(f"   recall 'who works on storage' -> {hits[0].fact.text!r}" if hits else "   (no hit)")
+
+        say("\n6. Forget with purge: Bob's facts go, and no byte of their text stays on disk")
+        await engine.sync()
+        _, before = scan_store(path, SECRET.encode())
+        say(f"   before: {SECRET!r} is in {len(before)} file(s) of the store: {', '.join(before)}")
+        report = await memory.forget(ForgetScope.entity("bob"), purge=True)
+        say(f"   forgot {', '.join(report.removed)}; the store was compacted with purge")
+        left = await memory.recall("Bob locker code", k=3, history="all")
+        say(f"   recall 'Bob locker code' now returns {len(left)} facts")
+    scanned, holding = scan_store(path, SECRET.encode())
+    _, holding_tea = scan_store(path, b"green tea")
+    clean = not holding and not holding_tea
+    say(f"   purge scan: {scanned} files scanned (zstd frames decompressed too): "
+        + ("the forgotten text was found in NONE of them" if clean else
+           f"FOUND in {holding + holding_tea}"))
+    return clean
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hms-demo-") as tmp:
-        trio.run(tour, tmp + "/store")
-    return 0
+        clean = trio.run(tour, os.path.join(tmp, "store"))
+    say("\nWhere next:")
+    say("  hms --help                 the command line (docs/cli.md): remember, recall --as-of, forget ...")
+    say("  docs/guide.md              the guide: time travel, explain, forgetting, encryption, serving")
+    say("  hmsengine.sync / .aio      the same engine from plain Python or asyncio")
+    say("  hms serve / hms mcp        over HTTP (docs/http.md) or as an MCP server for agents")
+    return 0 if clean else 1
 
 
 if __name__ == "__main__":

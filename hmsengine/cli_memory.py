@@ -1,0 +1,369 @@
+"""The memory commands of ``hms`` (``remember``, ``recall``, ``explain``, ``history``,
+``forget``, ``load``, ``compact``): their arguments, their calls on the public API, and their
+human (rich) and ``--json`` output. ``hmsengine.cli`` parses and handles errors."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import glob
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .engine import Engine
+from .errors import InvalidRequest
+from .memory.values import ForgetScope
+
+STATUS_STYLE = {"current": "green", "superseded": "yellow", "expired": "red",
+                "future": "cyan", "unknown": "magenta"}
+MEMORY_COMMANDS = ("remember", "recall", "explain", "history", "forget", "load", "compact")
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The memory subcommands, each with the global options."""
+    p = sub.add_parser("remember", parents=[common], help="remember a fact")
+    p.add_argument("text", help="the fact's text, or - to read it from standard input")
+    p.add_argument("--id", help="the fact's id (default: named after its content)")
+    p.add_argument("--subject", help="the slot it describes, e.g. alice/city")
+    p.add_argument("--entity", action="append", default=[], help="an entity it names (repeatable)")
+    p.add_argument("--valid-from", metavar="TIME", help="when it became true")
+    p.add_argument("--valid-to", metavar="TIME", help="when it stopped being true")
+    p.add_argument("--event-time", metavar="TIME", help="when it happened or was observed")
+    p.add_argument("--supersedes", action="append", default=[], metavar="ID",
+                   help="a fact it replaces (repeatable)")
+    p.add_argument("--kind", default="fact", help="fact, episode, profile, procedure (default fact)")
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--metadata", help="a JSON object")
+
+    p = sub.add_parser("recall", parents=[common], help="search memory, with time travel")
+    p.add_argument("query")
+    _time_options(p)
+    p.add_argument("--history", choices=("current", "all", "historical"), default="current",
+                   help="which facts: current (default), all, or only historical ones")
+    p.add_argument("--explain", action="store_true", help="lay out why each hit came back")
+    p.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
+    p.add_argument("--subject")
+    p.add_argument("--kind", action="append", metavar="KIND", help="a kind to search (repeatable)")
+    p.add_argument("--namespace")
+
+    p = sub.add_parser("explain", parents=[common], help="why a fact came back for a query, or not")
+    p.add_argument("query")
+    p.add_argument("id")
+    _time_options(p)
+
+    p = sub.add_parser("history", parents=[common], help="a fact's supersession chain, oldest first")
+    p.add_argument("id")
+
+    p = sub.add_parser("forget", parents=[common], help="forget the facts of one scope")
+    scope = p.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--ids", nargs="+", metavar="ID")
+    scope.add_argument("--subject")
+    scope.add_argument("--entity")
+    scope.add_argument("--namespace")
+    scope.add_argument("--ingested-before", metavar="TIME")
+    scope.add_argument("--event-before", metavar="TIME")
+    scope.add_argument("--metadata", metavar="JSON", help="facts whose metadata has every key: value")
+    p.add_argument("--include-chain", action="store_true",
+                   help="also forget what they supersede and what supersedes them")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    p.add_argument("--purge", action="store_true",
+                   help="then compact with purge, so no byte of their text stays in the store's files")
+
+    p = sub.add_parser("load", parents=[common],
+                       help="load Markdown files (paths or globs) as episodes, one document each")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--namespace", default="default")
+
+    p = sub.add_parser("compact", parents=[common], help="rewrite the store's files compactly")
+    p.add_argument("--purge", action="store_true",
+                   help="also remove every trace of deleted text from the older files")
+
+
+def _time_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--as-of", metavar="TIME", help="what was true at this moment")
+    p.add_argument("--known-at", metavar="TIME", help="only what the store knew at this moment")
+
+
+def parse_time(value: str | None, field: str) -> int | _dt.datetime | None:
+    """Integer ms, or ISO 8601 with a timezone; anything else is ``InvalidRequest``."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise InvalidRequest(f"{field}: expected ISO 8601 or integer ms, got {value!r}",
+                             hint="e.g. 2025-01-31T12:00:00Z or 1738324800000") from None
+    if moment.tzinfo is None:
+        raise InvalidRequest(f"{field}: {value!r} has no timezone, so it is ambiguous",
+                             hint="add one, e.g. 2025-01-31T12:00:00Z or +01:00")
+    return moment
+
+
+def _json_object(value: str | None, field: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field}: not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise InvalidRequest(f"{field}: expected a JSON object")
+    return parsed
+
+
+def to_jsonable(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return to_jsonable(attrs.asdict(value, recurse=False))
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    return value
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _status(status: str) -> str:
+    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+
+
+class Output:
+    """Where a command writes: JSON lines under ``--json``, rich otherwise."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json = bool(getattr(args, "json", False))
+        self._console: Any = None
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            # A pipe gets whole lines (no wrapping at 80 columns), a terminal its own width.
+            width = None if sys.stdout.isatty() else 200
+            self._console = Console(highlight=False, soft_wrap=False, width=width)
+        return self._console
+
+    def busy(self, message: str) -> Any:
+        """A spinner while a long step runs, on a terminal only (never under --json)."""
+        if self.json or not sys.stdout.isatty():
+            return contextlib.nullcontext()
+        return self.console.status(message)
+
+    def emit(self, value: Any) -> None:
+        print(json.dumps(to_jsonable(value), ensure_ascii=False, sort_keys=True))
+
+    def print(self, *items: Any) -> None:
+        self.console.print(*items)
+
+    def facts_table(self, title: str, rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> None:
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for name in columns:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*(str(c) for c in row))
+        self.print(table)
+
+
+def _explanation_lines(e: Any) -> list[str]:
+    if e.rank is not None:
+        why = "came back"
+    elif not e.known:
+        why = "did not come back: the store did not know it yet"
+    elif e.status != "current":
+        why = f"did not come back: it is {e.status} at that moment"
+    else:
+        why = "did not come back: it ranked below the cut"
+    lines = [f"[bold]{e.id}[/] {why}" + (f" at rank {e.rank}" if e.rank is not None else ""),
+             f"  status       {_status(e.status)} at {_when(e.evaluated_at)}"
+             f" (valid {_when(e.valid_from)} .. {_when(e.valid_to)})",
+             f"  lexical      {e.lexical if e.lexical is not None else '-'}"
+             f"  matched terms: {', '.join(e.matched_terms) or 'none'}",
+             f"  semantic     {e.semantic if e.semantic is not None else '-'}",
+             f"  fusion       {e.fusion} {e.weights}",
+             f"  multipliers  recency {e.recency_multiplier:g}, historical {e.historical_multiplier:g}"]
+    if e.chain:
+        lines.append(f"  chain        {' -> '.join(e.chain)}")
+    if e.score is not None:
+        lines.append(f"  score        {e.score:.4f}")
+    if not e.known:
+        lines.append("  known        [red]no[/]: the store did not know it at --known-at")
+    return lines
+
+
+async def run(engine: Engine, args: argparse.Namespace) -> None:
+    """Run one memory command on the open ``engine``."""
+    out = Output(args)
+    cmd = args.command
+    if cmd == "compact":
+        with out.busy("compacting" + (" with purge" if args.purge else "")):
+            report = await engine.compact(purge=args.purge)
+        if out.json:
+            out.emit(report)
+        else:
+            out.print(f"compacted: {report.documents} documents, {report.bytes_before} -> "
+                      f"{report.bytes_after} bytes" + (" (purged)" if report.purged else ""))
+        return
+    memory = engine.memory()
+    if cmd == "remember":
+        text = sys.stdin.read() if args.text == "-" else args.text
+        result = await memory.remember(
+            text, id=args.id, subject=args.subject, entities=tuple(args.entity),
+            valid_from=parse_time(args.valid_from, "valid_from"),
+            valid_to=parse_time(args.valid_to, "valid_to"),
+            event_time=parse_time(args.event_time, "event_time"),
+            supersedes=tuple(args.supersedes), kind=args.kind, namespace=args.namespace,
+            metadata=_json_object(args.metadata, "metadata"))
+        if out.json:
+            out.emit(result)
+        else:
+            verb = "[green]remembered[/]" if result.created else "already remembered"
+            tail = f" (supersedes {', '.join(result.superseded)})" if result.superseded else ""
+            out.print(f"{verb} {result.id}{tail}")
+    elif cmd == "recall":
+        options: dict[str, Any] = {"k": args.k, "history": args.history, "explain": args.explain}
+        for name in ("as_of", "known_at"):
+            if getattr(args, name) is not None:
+                options[name] = parse_time(getattr(args, name), name)
+        if args.subject is not None:
+            options["subject"] = args.subject
+        if args.namespace is not None:
+            options["namespace"] = args.namespace
+        if args.kind:
+            options["kinds"] = args.kind
+        hits = await memory.recall(args.query, **options)
+        if out.json:
+            out.emit({"hits": hits})
+            return
+        if not hits:
+            out.print("no facts match")
+            return
+        out.facts_table(f"recall {args.query!r}", [
+            (n, h.fact.id, _status(h.status), f"{h.score:.3f}", h.fact.text)
+            for n, h in enumerate(hits, 1)], ("#", "id", "status", "score", "text"))
+        if args.explain:
+            for h in hits:
+                if h.explanation is not None:
+                    out.print("\n".join(_explanation_lines(h.explanation)))
+    elif cmd == "explain":
+        options = {name: parse_time(getattr(args, name), name) for name in ("as_of", "known_at")
+                   if getattr(args, name) is not None}
+        explanation = await memory.explain(args.query, args.id, **options)
+        if out.json:
+            out.emit(explanation)
+        else:
+            out.print("\n".join(_explanation_lines(explanation)))
+    elif cmd == "history":
+        facts = await memory.history(args.id)
+        if out.json:
+            out.emit({"facts": facts})
+        else:
+            out.facts_table(f"history of {args.id}", [
+                (f.id, _when(f.valid_from), _when(f.valid_to), _when(f.ingest_time), f.text)
+                for f in facts], ("id", "valid from", "valid to", "ingested", "text"))
+    elif cmd == "forget":
+        with out.busy("forgetting and purging" if args.purge and not args.dry_run else "forgetting"):
+            report = await memory.forget(_scope(args), include_chain=args.include_chain,
+                                         dry_run=args.dry_run, purge=args.purge)
+        if out.json:
+            out.emit(report)
+        else:
+            verb = "would forget" if report.dry_run else "forgot"
+            out.print(f"{verb} {len(report.removed)} fact(s): {', '.join(report.removed) or '-'}"
+                      + (" [bold](purged)[/]" if args.purge and not report.dry_run else ""))
+            if report.relinked:
+                out.print(f"relinked: {', '.join(report.relinked)}")
+    elif cmd == "load":
+        await _load(memory, args, out)
+
+
+def _scope(args: argparse.Namespace) -> ForgetScope:
+    if args.ids:
+        return ForgetScope.ids(args.ids)
+    if args.subject is not None:
+        return ForgetScope.subject(args.subject)
+    if args.entity is not None:
+        return ForgetScope.entity(args.entity)
+    if args.namespace is not None:
+        return ForgetScope.namespace(args.namespace)
+    if args.ingested_before is not None:
+        return ForgetScope.ingested_before(parse_time(args.ingested_before, "ingested_before"))  # type: ignore[arg-type]
+    if args.event_before is not None:
+        return ForgetScope.event_before(parse_time(args.event_before, "event_before"))  # type: ignore[arg-type]
+    return ForgetScope.metadata(_json_object(args.metadata, "metadata") or {})
+
+
+def expand_paths(patterns: list[str]) -> list[Path]:
+    """Files named by ``patterns`` (paths or globs, ``**`` recursive), in order, once each."""
+    seen: dict[Path, None] = {}
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise InvalidRequest(f"paths: {pattern!r} matches no file")
+        for m in matches:
+            path = Path(m)
+            if path.is_file():
+                seen.setdefault(path, None)
+            elif not glob.has_magic(pattern):
+                raise InvalidRequest(f"paths: {m!r} is not a file")
+    if not seen:
+        raise InvalidRequest("paths: no files to load")
+    return list(seen)
+
+
+async def _load(memory: Any, args: argparse.Namespace, out: Output) -> None:
+    files = expand_paths(args.paths)
+    names: dict[str, Path] = {}
+    for f in files:
+        name = f.stem
+        if name in names:
+            raise InvalidRequest(f"paths: {str(names[name])!r} and {str(f)!r} would both be "
+                                 f"document {name!r}", hint="load them in separate namespaces")
+        names[name] = f
+    progress = None
+    if not out.json and sys.stdout.isatty():
+        from rich.progress import Progress
+
+        progress = Progress(console=out.console, transient=False)
+    results: list[dict[str, Any]] = []
+
+    async def each(advance: Any) -> None:
+        for name, path in names.items():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidRequest(f"paths: cannot read {str(path)!r} ({exc})") from None
+            result = await memory.load(name, text, namespace=args.namespace)
+            results.append({"path": os.fspath(path), "document": name,
+                            "episodes": list(result.episodes), "facts": list(result.facts)})
+            advance()
+
+    if progress is not None:
+        with progress:
+            task = progress.add_task("loading", total=len(names))
+            await each(lambda: progress.advance(task))
+    else:
+        await each(lambda: None)
+    if out.json:
+        out.emit({"documents": results})
+    else:
+        episodes = sum(len(r["episodes"]) for r in results)
+        facts = sum(len(r["facts"]) for r in results)
+        out.print(f"loaded {len(results)} document(s): {episodes} episode(s), {facts} fact(s)")
