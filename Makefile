@@ -45,3 +45,21 @@ typing: $(STAMP_TEST)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# The long versions of the reliability and crash tests (the default suite runs short ones).
+# Override any count on the command line, e.g. `make stress HMS_MODEL_EXAMPLES=20000`.
+HMS_MODEL_EXAMPLES ?= 5000
+HMS_FUZZ_EXAMPLES ?= 20000
+HMS_CRASH_KILLS ?= 1000
+HMS_POWER_LOSS_STATES ?= 20000
+HMS_COMPACT_KILLS ?= 500
+HMS_MEMORY_KILLS ?= 200
+HMS_COMPACT_STATES ?= 30000
+
+.PHONY: stress
+stress: $(STAMP_TEST)
+	HMS_MODEL_EXAMPLES=$(HMS_MODEL_EXAMPLES) HMS_FUZZ_EXAMPLES=$(HMS_FUZZ_EXAMPLES) \
+	HMS_CRASH_KILLS=$(HMS_CRASH_KILLS) HMS_POWER_LOSS_STATES=$(HMS_POWER_LOSS_STATES) \
+	HMS_COMPACT_KILLS=$(HMS_COMPACT_KILLS) HMS_MEMORY_KILLS=$(HMS_MEMORY_KILLS) \
+	HMS_COMPACT_STATES=$(HMS_COMPACT_STATES) \
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/reliability tests/crash

@@ -82,7 +82,12 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
         directory.makedirs(name)
         journal = directory.open_file(f"{name}/{manifest.JOURNAL_FILE}", create=True)
         text_name = f"{name}/{manifest.TEXT_FILE}"
-        text = TextSegment(directory.open_file(text_name, create=True), codec=core.codec,
+        try:
+            text_handle = directory.open_file(text_name, create=True)
+        except BaseException:
+            journal.close()  # do not leak the journal's descriptor when the second open fails
+            raise
+        text = TextSegment(text_handle, codec=core.codec,
                            where=directory.describe(text_name), file_label=text_name.encode(),
                            version=FORMAT_VERSION)
         try:

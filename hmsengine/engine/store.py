@@ -141,8 +141,13 @@ class StoreCore:
                          codec: Codec) -> StoreCore:
         journal = directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True)
         text_name = f"{generation}/{manifest.TEXT_FILE}"
+        try:
+            text_handle = directory.open_file(text_name, create=True)
+        except BaseException:
+            journal.close()  # do not leak the journal's descriptor when the second open fails
+            raise
         text = TextSegment(
-            directory.open_file(text_name, create=True), codec=codec,
+            text_handle, codec=codec,
             where=directory.describe(text_name), file_label=text_name.encode(), version=FORMAT_VERSION,
         )
         return cls(directory, fmt, generation, journal, text, codec)

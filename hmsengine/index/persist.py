@@ -133,7 +133,10 @@ def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
                             values=arrays["gram_values"]) if "gram_offsets" in arrays else None,
             embeddings=arrays.get("embeddings"), has_embedding=arrays["has_embedding"],
         )
-    except (KeyError, ValueError, TypeError, struct.error) as exc:
+    except (KeyError, ValueError, TypeError, struct.error, AttributeError, IndexError,
+            OverflowError, SyntaxError, RecursionError) as exc:
+        # numpy parses some dtype strings with ast (SyntaxError); a header of the wrong shape
+        # fails with AttributeError or IndexError: all of them are a damaged payload.
         raise CorruptStore(f"index segment payload is malformed ({exc})", file=where) from exc
 
 

@@ -113,7 +113,10 @@ class MemoryIndex:
         s = self.facts[doc_id]
         if s.valid_from is not None and t < s.valid_from:
             return "not-yet-valid"
-        if slot_policy and s.subject is not None and t < s.begin:
+        if (slot_policy and s.subject is not None and t < s.begin
+                and len(self.slots.get((s.namespace, s.subject), ())) > 1):
+            # Only a slot with two facts is policy-linked; a lone slot fact is plain (as on the
+            # fast path of recall), whether or not known_at is given.
             return "not-yet-valid"
         if s.valid_to is not None and s.valid_to <= t:
             return "expired"

@@ -305,8 +305,29 @@ class FaultyDirectory:
         return getattr(self.inner, attr)
 
     def open_file(self, name: str, *, create: bool = False) -> FileHandle:
+        self.check("open", name, b"")
+        handle = _FaultyFile(self, self.inner.open_file(name, create=create))
         self.open_handles += 1
-        return _FaultyFile(self, self.inner.open_file(name, create=create))
+        return handle
+
+    # Directory operations fail only when named in ``ops`` ("rename", "remove", "atomic_write",
+    # "sync_dir", "open"); the default ``ops`` of :meth:`arm` leave them alone.
+
+    def atomic_write(self, name: str, data: bytes) -> None:
+        self.check("atomic_write", name, b"")
+        self.inner.atomic_write(name, data)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.check("rename", src, b"")
+        self.inner.rename(src, dst)
+
+    def remove(self, name: str) -> None:
+        self.check("remove", name, b"")
+        self.inner.remove(name)
+
+    def sync_dir(self, name: str = "") -> None:
+        self.check("sync_dir", name, b"")
+        self.inner.sync_dir(name)
 
 
 __all__ = ["FaultyDirectory", "MemoryFile", "PowerLossDirectory"]
