@@ -1,0 +1,280 @@
+"""What the HTTP clients share: error mapping, request building and answer decoding.
+
+Used by ``hmsengine.client`` (blocking) and its asyncio/trio twin; only the sending differs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import attrs
+import httpx
+
+from .clock import to_ms
+from .errors import (
+    Conflict,
+    CorruptStore,
+    DurabilityError,
+    EngineClosed,
+    HmsError,
+    IncompatibleStore,
+    InvalidRequest,
+    NotFound,
+    ProvenanceError,
+    StoreLocked,
+    WrongKey,
+)
+from .memory.values import (
+    Explanation,
+    ForgetScope,
+    RecallHit,
+    RememberInput,
+    RememberResult,
+)
+from .server.auth import Forbidden, Unauthorized
+from .server.tenants import InvalidTenant
+
+Time = int | _dt.datetime
+T = TypeVar("T")
+API = "/api/v1"
+DEFAULT_TIMEOUT = 60.0
+
+
+class ServerUnavailable(HmsError, ConnectionError):
+    """The server could not be reached, or the connection broke before an answer came."""
+
+    code = "unavailable"
+    default_hint = "check that `hms serve` runs at this address, then retry"
+
+
+class BadResponse(HmsError):
+    """The server answered something that is not this API's JSON (a proxy page, a newer server)."""
+
+    code = "bad_response"
+
+
+_BY_CODE: dict[str, type[HmsError]] = {
+    cls.code: cls for cls in (
+        InvalidRequest, NotFound, Conflict, WrongKey, CorruptStore, StoreLocked, DurabilityError,
+        ProvenanceError, IncompatibleStore, EngineClosed, InvalidTenant, Unauthorized, Forbidden,
+    )
+}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _error(status: int, body: Any) -> HmsError:
+    """The HmsError for an error answer, with ``.status`` and the server's ``.code``."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), str):
+        code, message = error["code"], str(error.get("message", ""))
+        hint = error.get("hint") if isinstance(error.get("hint"), str) else None
+    else:
+        code, message, hint = "http_error", f"HTTP {status} without an error body", None
+    cls = _BY_CODE.get(code) or (InvalidRequest if status in (400, 408, 413, 422) else HmsError)
+    exc = ProvenanceError(message, reason=code, hint=hint) if cls is ProvenanceError \
+        else cls(message, hint=hint)
+    if exc.code != code:
+        exc.code = code  # type: ignore[misc]  # the server's code on this instance
+    exc.status = status  # type: ignore[attr-defined]
+    return exc
+
+
+# -- JSON <-> values ---------------------------------------------------------------------------
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    """A JSON value as the attrs value (or tuple, or plain JSON) that ``tp`` describes."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        arms = [a for a in typing.get_args(tp) if a is not type(None)]
+        for arm in arms:
+            if attrs.has(arm) and isinstance(value, dict):
+                return _decode(arm, value)
+        return _decode(arms[0], value) if len(arms) == 1 else value
+    if isinstance(tp, type) and attrs.has(tp):
+        if not isinstance(value, dict):
+            raise BadResponse(f"expected an object for {tp.__name__}, got {type(value).__name__}")
+        hints = _HINTS.get(tp)
+        if hints is None:
+            hints = _HINTS[tp] = typing.get_type_hints(tp)
+        kwargs = {f.name: _decode(hints[f.name], value[_camel(f.name)])
+                  for f in attrs.fields(tp) if _camel(f.name) in value}
+        try:
+            return tp(**kwargs)
+        except TypeError as exc:
+            raise BadResponse(f"an incomplete {tp.__name__}: {exc}") from None
+    if origin is tuple and isinstance(value, list):
+        item = typing.get_args(tp)[0] if typing.get_args(tp) else Any
+        return tuple(_decode(item, v) for v in value)
+    return value
+
+
+def _items(tp: type[T], body: Any) -> list[T]:
+    if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+        raise BadResponse("expected {\"items\": [...]}")
+    return [_decode(tp, v) for v in body["items"]]
+
+
+def _plain(value: Any, field: str) -> Any:
+    """A parameter as JSON: aware datetimes stay for ``_time``; tuples and arrays become lists."""
+    if isinstance(value, (str, bytes, Mapping)) or value is None:
+        return dict(value) if isinstance(value, Mapping) else value
+    if hasattr(value, "tolist"):  # numpy arrays
+        return value.tolist()
+    if isinstance(value, Sequence):
+        return [_plain(v, field) for v in value]
+    return value
+
+
+def _time(value: Time | None, field: str) -> int | None:
+    return None if value is None else to_ms(value, field=field)
+
+
+_TIME_FIELDS = frozenset({"event_time", "valid_from", "valid_to", "as_of", "known_at",
+                          "observed_at", "ingested_before", "event_before"})
+
+
+def _body(**params: Any) -> dict[str, Any]:
+    """The camelCase JSON body of a call: times in ms, None left out (the server's default)."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        out[_camel(name)] = _time(value, name) if name in _TIME_FIELDS else _plain(value, name)
+    return out
+
+
+def _input(value: RememberInput | Mapping[str, Any], where: str) -> dict[str, Any]:
+    if isinstance(value, RememberInput):
+        return _body(**{f.name: getattr(value, f.name) for f in attrs.fields(RememberInput)})
+    if isinstance(value, Mapping):
+        known = {f.name for f in attrs.fields(RememberInput)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise InvalidRequest(f"{where}{unknown[0]}: unknown field")
+        return _body(**value)
+    raise InvalidRequest(f"{where.rstrip('.') or 'input'}: expected a RememberInput or a dict")
+
+
+def _scope(scope: ForgetScope) -> dict[str, Any]:
+    if not isinstance(scope, ForgetScope):
+        raise InvalidRequest("scope: expected a ForgetScope (ForgetScope.ids([...]), ...)")
+    value = scope.value
+    if scope.kind in _TIME_FIELDS:
+        value = _time(value, f"scope.{scope.kind}")
+    return {_camel(scope.kind): _plain(value, "scope")}
+
+
+def _doc_path(doc_id: str) -> str:
+    if not isinstance(doc_id, str):
+        raise InvalidRequest(f"id: expected a string, got {type(doc_id).__name__}")
+    # Every byte but unreserved ones escaped, dots too: "." and ".." must stay ids, not
+    # path segments that a URL normaliser would remove.
+    return f"{API}/documents/" + quote(doc_id, safe="").replace(".", "%2E")
+
+
+_RAISE: Any = object()  # _Call.missing: a 404 raises NotFound
+
+
+@attrs.frozen
+class _Call:
+    """One request and how to read its answer: the protocol, shared by both clients."""
+
+    method: str
+    path: str
+    body: Any = None
+    params: dict[str, str] | None = None
+    # A 404 answer is this value instead of NotFound (get of an unknown id: None).
+    missing: Any = _RAISE
+    decode: Any = None  # callable(body) -> value
+
+    def result(self, response: httpx.Response) -> Any:
+        try:
+            body = response.json() if response.content else None
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if response.status_code == 404 and self.missing is not _RAISE \
+                and isinstance(body, dict) and body.get("error", {}).get("code") == "not_found":
+            return self.missing
+        if response.status_code >= 400:
+            raise _error(response.status_code, body)
+        if not isinstance(body, dict):
+            raise BadResponse(f"HTTP {response.status_code} without a JSON object")
+        return self.decode(body) if self.decode is not None else body
+
+
+def _value(tp: type[T]) -> Any:
+    return lambda body: _decode(tp, body)
+
+
+def _list(tp: type[T]) -> Any:
+    return lambda body: _items(tp, body)
+
+
+# -- the calls, once --------------------------------------------------------------------------
+
+class _MemoryCalls:
+    """Builds the memory calls; the sync and async faces below send them."""
+
+    @staticmethod
+    def op(op: str, body: Any, decode: Any = None, missing: Any = _RAISE) -> _Call:
+        return _Call("POST", f"{API}/memory/{quote(op, safe='')}", body, missing=missing,
+                     decode=decode)
+
+    def remember(self, text: str, **fields: Any) -> _Call:
+        return self.op("remember", _input({"text": text, **fields}, ""), _value(RememberResult))
+
+    def remember_many(self, inputs: Sequence[RememberInput | Mapping[str, Any]]) -> _Call:
+        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Sequence):
+            raise InvalidRequest("inputs: expected a list of RememberInput")
+        return self.op("rememberMany",
+                       {"inputs": [_input(v, f"inputs[{i}].") for i, v in enumerate(inputs)]},
+                       _list(RememberResult))
+
+    def recall(self, query: str, **options: Any) -> _Call:
+        return self.op("recall", {"query": query, **_body(**options)}, _list(RecallHit))
+
+    def explain(self, query: str, id: str, **options: Any) -> _Call:
+        return self.op("explain", {"query": query, "id": id, **_body(**options)},
+                       _value(Explanation))
+
+
+_CALLS = _MemoryCalls()
+
+
+# -- the synchronous client -------------------------------------------------------------------
+
+def _search_body(query: str, k: int, embedding: Any, ids: Any, metadata: Any, semantic: Any,
+                 lexical_weight: float, semantic_weight: float) -> dict[str, Any]:
+    return {"query": query, **_body(k=k, embedding=embedding, ids=ids, metadata=metadata,
+                                    semantic=semantic, lexical_weight=lexical_weight,
+                                    semantic_weight=semantic_weight)}
+
+
+def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key}"
+    if tenant is not None:
+        headers["X-HMS-Tenant"] = tenant
+    return headers
+
+
+def _content(call: _Call) -> bytes | None:
+    if call.body is None:
+        return None
+    return json.dumps(call.body, ensure_ascii=False, allow_nan=False).encode("utf-8")
