@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,21 +24,10 @@ __all__ = ["AsyncEngine", "AsyncMemory", "open"]
 
 
 class _AsyncProxy(_Proxy):
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        attr = inspect.getattr_static(self._target, name)
-        if isinstance(attr, property):
-            return self._loop.call(getattr, self._target, name)
-        value = getattr(self._target, name)
-        if not callable(value):
-            return value
-
+    def _wrap(self, value: Any) -> Any:
         async def method(*args: Any, **kwargs: Any) -> Any:
             return await asyncio.to_thread(self._loop.call, value, *args, **kwargs)
 
-        method.__name__ = name
-        method.__doc__ = getattr(value, "__doc__", None)
         return method
 
 

@@ -108,12 +108,18 @@ class _Proxy:
         value = getattr(self._target, name)
         if not callable(value):
             return value
+        method = self._wrap(value)
+        method.__name__ = name
+        method.__doc__ = getattr(value, "__doc__", None)
+        return method
+
+    def _wrap(self, value: Any) -> Any:
+        """The callable that runs ``value`` on the engine's thread (blocking here; the asyncio
+        proxy returns a coroutine function instead)."""
 
         def method(*args: Any, **kwargs: Any) -> Any:
             return self._loop.call(value, *args, **kwargs)
 
-        method.__name__ = name
-        method.__doc__ = getattr(value, "__doc__", None)
         return method
 
     def __dir__(self) -> list[str]:

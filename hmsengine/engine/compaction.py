@@ -28,9 +28,9 @@ from ..storage import manifest
 from ..storage.directory import Directory
 from ..storage.journal import KIND_BASE, KIND_CHECKPOINT, encode_frame
 from ..storage.manifest import FORMAT_VERSION
-from ..storage.segments import TextSegment, record_crc
+from ..storage.segments import record_crc
 from .indexer import Indexer
-from .store import StoreCore
+from .store import StoreCore, open_generation_files
 from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction
 
 BASE_FRAME_DOCUMENTS = 2000
@@ -80,16 +80,7 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
     directory = core.directory
     with map_errors("compacting", file=directory.describe(name)):
         directory.makedirs(name)
-        journal = directory.open_file(f"{name}/{manifest.JOURNAL_FILE}", create=True)
-        text_name = f"{name}/{manifest.TEXT_FILE}"
-        try:
-            text_handle = directory.open_file(text_name, create=True)
-        except BaseException:
-            journal.close()  # do not leak the journal's descriptor when the second open fails
-            raise
-        text = TextSegment(text_handle, codec=core.codec,
-                           where=directory.describe(text_name), file_label=text_name.encode(),
-                           version=FORMAT_VERSION)
+        journal, text = open_generation_files(directory, name, core.codec)
         try:
             journal.truncate(0)
             text.handle.truncate(0)

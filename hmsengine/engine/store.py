@@ -56,6 +56,21 @@ class Counters:
     records_zeroed: int = 0
 
 
+def open_generation_files(directory: Directory, generation: str,
+                          codec: Codec) -> tuple[FileHandle, TextSegment]:
+    """Open (creating them if missing) a generation's journal and text segment; if the second
+    open fails, the first is closed, so no descriptor leaks."""
+    journal = directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True)
+    text_name = f"{generation}/{manifest.TEXT_FILE}"
+    try:
+        text_handle = directory.open_file(text_name, create=True)
+    except BaseException:
+        journal.close()
+        raise
+    return journal, TextSegment(text_handle, codec=codec, where=directory.describe(text_name),
+                                file_label=text_name.encode(), version=FORMAT_VERSION)
+
+
 class StoreCore:
     """One open store: lock held, generation files open, table recovered."""
 
@@ -139,17 +154,7 @@ class StoreCore:
     @classmethod
     def _open_generation(cls, directory: Directory, fmt: StoreFormat, generation: str,
                          codec: Codec) -> StoreCore:
-        journal = directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True)
-        text_name = f"{generation}/{manifest.TEXT_FILE}"
-        try:
-            text_handle = directory.open_file(text_name, create=True)
-        except BaseException:
-            journal.close()  # do not leak the journal's descriptor when the second open fails
-            raise
-        text = TextSegment(
-            text_handle, codec=codec,
-            where=directory.describe(text_name), file_label=text_name.encode(), version=FORMAT_VERSION,
-        )
+        journal, text = open_generation_files(directory, generation, codec)
         return cls(directory, fmt, generation, journal, text, codec)
 
     # -- writing (worker thread) -----------------------------------------------------------

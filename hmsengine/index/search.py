@@ -1,7 +1,7 @@
 """Query execution over a snapshot: BM25, cosine and n-gram signals, fused by weighted RRF.
 
 Pure and synchronous: the engine runs a query inline when its estimated work is small and in a
-worker thread otherwise (:func:`estimate_work`). Scratch arrays are per thread.
+worker thread otherwise (``prepare(...).work``). Scratch arrays are per thread.
 
 Determinism: a document's BM25 score sums the query terms in sorted term order with global
 idf, N and avgdl over the live documents of the snapshot, so the same content gives the same
@@ -118,11 +118,6 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
         idf = np.asarray(bm25_idf(np.asarray(df, dtype=np.int64), snap.n_live), dtype=np.float64)
         weights = idf * np.asarray([m for _, m in q.terms], dtype=np.float64)
     return Prepared(local_terms=local_terms, weights=weights, work=work)
-
-
-def estimate_work(snap: Snapshot, q: Query) -> int:
-    """Postings and vector entries a query will touch: the inline-or-thread decision."""
-    return prepare(snap, q).work
 
 
 def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
@@ -257,10 +252,6 @@ def _loader(snap: Snapshot) -> Any:
     if snap.load_texts is None:
         raise RuntimeError("a snapshot without a text loader cannot build n-gram postings")
     return snap.load_texts
-
-
-def _rank_map(docs: np.ndarray) -> dict[int, int]:
-    return {int(d): r for r, d in enumerate(docs, start=1)}
 
 
 def run(snap: Snapshot, q: Query, prepared: Prepared | None = None) -> list[Scored]:

@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import trio
 
 from ..config import MemoryConfig, parse_config
@@ -296,7 +295,3 @@ class Memory:
         from .jsonapi import call
 
         return await call(self, op, body)
-
-
-def _vector(value: Any) -> np.ndarray | None:
-    return None if value is None else np.asarray(value, dtype=np.float32)
