@@ -34,6 +34,8 @@ from .compaction import CompactReport
 from .indexer import Indexer
 from .store import StoreCore
 from .values import (
+    MAX_TRANSACTION_DOCUMENTS,
+    MAX_TRANSACTION_TEXT_BYTES,
     Change,
     DeleteOp,
     DeleteResult,
@@ -46,6 +48,8 @@ from .values import (
     check_metadata,
     make_put,
     make_puts,
+    make_tombstone,
+    tombstone_time,
 )
 from .writer import CompactRequest, SyncRequest, WriterActor, WriteRequest
 
@@ -86,7 +90,7 @@ class Engine:
     def open(
         path: str | os.PathLike[str] | Directory | None = None, *, key: str | bytes | None = None,
         clock: Callable[[], int] | None = None, dim: int = 4096, embedding_dim: int | None = None,
-        analyzer: str = "standard",
+        analyzer: str = "standard", progress: Callable[[int, int], Any] | None = None,
     ) -> AbstractAsyncContextManager[Engine]:
         """Open (creating if missing) the store at ``path``; ``None`` is a purely in-memory store.
 
@@ -94,7 +98,8 @@ class Engine:
         the journal's tail (a torn tail is truncated), ``IncompatibleStore`` for a store written by
         a newer format. ``analyzer``, ``dim`` and ``embedding_dim`` are recorded at creation; a
         reopen uses the recorded ``analyzer`` and ``dim``, and an explicit ``embedding_dim`` that
-        contradicts the recorded one is ``InvalidRequest``.
+        contradicts the recorded one is ``InvalidRequest``. ``progress(done, total)`` follows the
+        re-indexing of documents the persisted index segments lack (a large store's first open).
         """
         key = check_key_argument(key)
         if analyzer not in ANALYZERS:
@@ -107,7 +112,7 @@ class Engine:
         ):
             raise InvalidRequest(f"embedding_dim: expected None or 1..65536, got {embedding_dim!r}")
         return _lifecycle(_as_directory(path), checked_clock(clock), dim=dim,
-                          embedding_dim=embedding_dim, analyzer=analyzer, key=key)
+                          embedding_dim=embedding_dim, analyzer=analyzer, key=key, progress=progress)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -144,35 +149,70 @@ class Engine:
         The delete is durable when it returns, and the document's text record in
         ``documents.text`` has been overwritten with zeros (synced by the next checkpoint: at
         close, or once 64 MiB of unsynced text accumulates; recovery re-zeroes after a crash).
-        The journal keeps the old frame until a compaction (not in this build).
+        The journal keeps the old frame until a compaction.
+
+        With ``purge``, the document is replaced by a content-free tombstone (the id and the
+        time, nothing else: see ``tombstones``) and the store is compacted with purge, so no
+        byte of it remains in any file and no later import or restore brings it back.
         """
         doc_id = check_id(id)
         if not isinstance(purge, bool):
             raise InvalidRequest(f"purge: expected a bool, got {type(purge).__name__}")
-        result: DeleteResult = (await self._submit([DeleteOp(id=doc_id)]))[0]
-        if purge:
-            await self.compact(purge=True)
-        return result.existed
+        existed = await self.has_document(doc_id)
+        if not existed:
+            # Nothing live (a tombstone stays a tombstone); a purge still erases older copies.
+            if purge:
+                await self.compact(purge=True)
+            return False
+        if not purge:
+            result: DeleteResult = (await self._submit([DeleteOp(id=doc_id)]))[0]
+            return result.existed
+        await self._submit([make_tombstone(doc_id, self.now())])
+        await self.compact(purge=True)
+        return True
 
-    async def transact(self, *, puts: list[Any] = (), deletes: list[str] = ()) -> list[Any]:  # type: ignore[assignment]
-        """Puts and deletes in one transaction, all or none; results in the same order
-        (a ``PutResult`` per put, then a bool per delete: whether the document existed).
+    async def transact(self, *, puts: list[Any] = (), deletes: list[str] = (),  # type: ignore[assignment]
+                       tombstones: list[str] = ()) -> list[Any]:  # type: ignore[assignment]
+        """Puts, deletes and tombstones in one transaction, all or none; results in the same
+        order (a ``PutResult`` per put, then a bool per delete: whether the document existed,
+        then a ``PutResult`` per tombstone).
 
-        Durable and visible when it returns, like ``put_documents``. An id may appear once.
+        A tombstone (an id, or an ``(id, purged_at ms)`` pair to keep an earlier purge time, as
+        a restore does) replaces the document (if any) by a content-free marker of its id and
+        the time (``tombstones()``); reads treat the id as absent; a later put may reuse the id.
+        The replaced text is zeroed like a delete's; erasing the journal's copy is a
+        ``compact(purge=True)``. Durable and visible when it returns, like ``put_documents``.
+        An id may appear once. Up to 1,000,000 documents (160 MiB of text) in one transaction.
         """
-        ops: list[PutOp | DeleteOp] = list(make_puts(puts)) if puts else []
+        ops: list[PutOp | DeleteOp] = list(make_puts(
+            puts, max_documents=MAX_TRANSACTION_DOCUMENTS,
+            max_text_bytes=MAX_TRANSACTION_TEXT_BYTES)) if puts else []
         seen = {op.id for op in ops}
-        if isinstance(deletes, (str, bytes)):
-            raise InvalidRequest("deletes: expected a list of ids")
-        for n, doc_id in enumerate(deletes):
-            checked = check_id(doc_id, f"deletes[{n}]")
-            if checked in seen:
-                raise InvalidRequest(f"deletes[{n}]: {checked!r} appears twice in one transaction")
-            seen.add(checked)
-            ops.append(DeleteOp(id=checked))
-        if not ops:
-            return []
-        results = await self._submit(ops)
+        for name, values in (("deletes", deletes), ("tombstones", tombstones)):
+            if isinstance(values, (str, bytes)):
+                raise InvalidRequest(f"{name}: expected a list of ids")
+        now = self.now() if tombstones else 0
+        for name, values in (("deletes", deletes), ("tombstones", tombstones)):
+            for n, value in enumerate(values):
+                doc_id, when = value, now
+                if name == "tombstones" and isinstance(value, tuple):
+                    doc_id, when = _tombstone_pair(value, n)
+                checked = check_id(doc_id, f"{name}[{n}]")
+                if checked in seen:
+                    raise InvalidRequest(f"{name}[{n}]: {checked!r} appears twice in one transaction")
+                seen.add(checked)
+                ops.append(DeleteOp(id=checked) if name == "deletes" else make_tombstone(checked, when))
+        # Deleting a tombstoned id deletes nothing (the purge is remembered): it answers False.
+        purged = self._core.table.tombstones
+        tombstoned = [n for n, op in enumerate(ops) if isinstance(op, DeleteOp) and op.id in purged]
+        if tombstoned:
+            ops = [op for op in ops if not (isinstance(op, DeleteOp) and op.id in purged)]
+        if len(ops) > MAX_TRANSACTION_DOCUMENTS:
+            raise InvalidRequest(f"{len(ops)} operations in one transaction is over the limit of "
+                                 f"{MAX_TRANSACTION_DOCUMENTS}")
+        results: list[Any] = list(await self._submit(ops)) if ops else []
+        for n in tombstoned:
+            results.insert(n, DeleteResult(id="", existed=False, revision=self.revision))
         return [r.existed if isinstance(r, DeleteResult) else r for r in results]
 
     async def sync(self) -> None:
@@ -198,13 +238,33 @@ class Engine:
         if listener in self._writer.listeners:
             self._writer.listeners.remove(listener)
 
-    def scan_metadata(self) -> list[tuple[str, str | None]]:
+    def scan_metadata(self, *, commit_order: bool = False) -> list[tuple[str, str | None]]:
         """(id, metadata JSON text or None) of every document at the current revision.
 
         Synchronous, so it can be paired with ``add_commit_listener`` without missing a commit.
+        With ``commit_order``, in the order the documents' current versions were committed: the
+        order in which search breaks score ties (export writes it, so a restore keeps ties).
         """
         self._check_open()
-        return [(doc_id, e.metadata_json) for doc_id, e in self._core.table.entries.items()]
+        entries = self._core.table.entries.items()
+        if commit_order:
+            entries = sorted(entries, key=lambda item: item[1].key)  # type: ignore[assignment]
+        return [(doc_id, e.metadata_json) for doc_id, e in entries]
+
+    def tombstones(self) -> dict[str, int]:
+        """id -> purge time (ms) of every purged id the store remembers (see ``transact``).
+
+        Tombstones survive compaction; ``scan_metadata`` lists them too (their metadata is
+        exactly ``{"_hms_tombstone": <ms>}``), every other read treats them as absent.
+        """
+        self._check_open()
+        table = self._core.table
+        out = {}
+        for doc_id in table.tombstones:
+            metadata_json = table.entries[doc_id].metadata_json
+            assert metadata_json is not None
+            out[doc_id] = tombstone_time(metadata_json)
+        return out
 
     async def compact(self, *, purge: bool = False) -> CompactReport:
         """Rewrite the store into a new generation without deleted or replaced documents.
@@ -239,7 +299,7 @@ class Engine:
         self._check_open()
         for _ in range(8):
             entry = self._core.table.get(doc_id)
-            if entry is None:
+            if entry is None or doc_id in self._core.table.tombstones:
                 return None
             try:
                 if entry.length <= INLINE_READ_BYTES:
@@ -259,7 +319,8 @@ class Engine:
         """True if a document is stored under ``id``; never waits for the writer."""
         doc_id = check_id(id)
         self._check_open()
-        return doc_id in self._core.table.entries
+        table = self._core.table
+        return doc_id in table.entries and doc_id not in table.tombstones
 
     async def search_documents(
         self, query: str, *, k: int = 10, embedding: Any = None, ids: list[str] | None = None,
@@ -274,10 +335,15 @@ class Engine:
         call. Deterministic: the same store content gives bit-for-bit the same hits.
         """
         self._check_open()
-        return await readers.search_documents(
+        hits = await readers.search_documents(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
+        tombstones = self._core.table.tombstones
+        if tombstones:
+            # A tombstone has no text and no embedding, so it can only surface with a zero score.
+            hits = [h for h in hits if h.id not in tombstones]
+        return hits
 
     @property
     def revision(self) -> int:
@@ -286,8 +352,9 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         c = self._core.counters
+        table = self._core.table
         return EngineStatistics(
-            documents=len(self._core.table), revision=self._core.table.revision, writes=c.writes,
+            documents=len(table) - len(table.tombstones), revision=table.revision, writes=c.writes,
             transactions=c.transactions, commits=c.commits, fsyncs=c.fsyncs,
             bytes_written=c.bytes_written, checkpoints=c.checkpoints,
             records_zeroed=c.records_zeroed, embedding_dim=self._core.table.embedding_dim,
@@ -298,6 +365,7 @@ class Engine:
             index_documents_tokenized=self._indexer.rebuilt_documents,
             index_segments_rejected=self._indexer.segments_rejected,
             index_merges=self._indexer.merges,
+            tombstones=len(self._core.table.tombstones),
         )
 
     def find_ids(self, *, metadata: dict[str, Any]) -> set[str]:
@@ -318,12 +386,56 @@ class Engine:
     def memory(self, config: Any = None, *, embedder: Any = None) -> Any:
         """A ``Memory`` over this engine (``hmsengine.Memory(engine, config)``).
 
-        The one place the engine names a higher layer, as API.md asks; imported lazily so
-        ``engine/`` never imports ``memory/`` at module level.
+        With the portability methods below, the places the engine names a higher layer, as
+        API.md asks; imported lazily so ``engine/`` never imports them at module level.
         """
         from ..memory.memory import Memory
 
         return Memory(self, config, embedder=embedder)
+
+    # -- portability (hmsengine/portability/, above the memory layer: imported lazily) ------------
+
+    async def export_jsonl(self, path: str | os.PathLike[str], *,
+                           progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
+        """Write every fact, document and tombstone to ``path`` (``.jsonl`` or ``.jsonl.gz``),
+        sorted and canonical: equal stores give byte-identical files. Returns the counts.
+        Written to a temporary file, fsynced and renamed. Plaintext, even from an encrypted store.
+        """
+        from ..portability.exchange import export_jsonl
+
+        self._check_open()
+        return await export_jsonl(self, path, progress=progress)
+
+    async def import_jsonl(self, path: str | os.PathLike[str], *,
+                           progress: Callable[[int, int], Any] | None = None) -> Any:
+        """Validate every line of ``path``, then write it in one transaction; an ``ImportReport``.
+
+        Equivalent records are skipped, a different one under a stored id is ``Conflict`` (nothing
+        written), tombstoned ids are refused, tombstones in the file are applied (with purge).
+        """
+        from ..portability.exchange import import_jsonl
+
+        self._check_open()
+        return await import_jsonl(self, path, progress=progress)
+
+    async def snapshot(self, path: str | os.PathLike[str], *, format: str = "hmsengine-v2",
+                       attachments: bool = False,
+                       progress: Callable[[int, int], Any] | None = None) -> dict[str, Any]:
+        """Write a checksummed snapshot directory (``hmsengine-v2``, or ``hotmem-v2`` that HotMem
+        hydrates); ``attachments`` adds the bytes of file-backed ranges under 8 KiB. The manifest."""
+        from ..portability.snapshot import snapshot
+
+        self._check_open()
+        return await snapshot(self, path, format=format, attachments=attachments, progress=progress)
+
+    async def restore(self, path: str | os.PathLike[str], *,
+                      progress: Callable[[int, int], Any] | None = None) -> Any:
+        """Verify a snapshot (ours or HotMem's v2) completely, then restore it in one transaction
+        with the import rules; a repeated restore adds nothing. An ``ImportReport``."""
+        from ..portability.snapshot import restore
+
+        self._check_open()
+        return await restore(self, path, progress=progress)
 
     @property
     def analyzer(self) -> str:
@@ -342,6 +454,12 @@ class Engine:
             raise EngineClosed("the engine is closed")
 
 
+def _tombstone_pair(value: tuple[Any, ...], n: int) -> tuple[Any, int]:
+    if len(value) != 2 or isinstance(value[1], bool) or not isinstance(value[1], int) or value[1] < 0:
+        raise InvalidRequest(f"tombstones[{n}]: expected an id or an (id, purged_at ms) pair")
+    return value[0], value[1]
+
+
 def _document(doc_id: str, text: str, entry: Any) -> Document:
     import json
 
@@ -355,7 +473,8 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
 @asynccontextmanager
 async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
                      embedding_dim: int | None, analyzer: str,
-                     key: str | bytes | None) -> AsyncIterator[Engine]:
+                     key: str | bytes | None,
+                     progress: Callable[[int, int], Any] | None = None) -> AsyncIterator[Engine]:
     now = clock()
     core = await trio.to_thread.run_sync(
         lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
@@ -375,7 +494,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     try:
         # Compile (or load from numba's cache) every kernel before the first query needs it.
         await trio.to_thread.run_sync(warm_up)
-        await indexer.rebuild()
+        await indexer.rebuild(progress)
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(writer.run)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -30,6 +31,7 @@ from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
 from .state import DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
+from .values import is_tombstone_json
 
 MAX_SEGMENTS = 6
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
@@ -111,7 +113,7 @@ class Indexer:
                         tail_dead.add(old)
                     else:
                         dead_folded.append(old)
-                if isinstance(op, StoredPut):
+                if isinstance(op, StoredPut) and not is_tombstone_json(op.metadata_json):
                     key = doc_key(sequence, position)
                     self.docnum_of[op.id] = key
                     new_docs.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
@@ -162,13 +164,14 @@ class Indexer:
 
     # -- rebuild at open -------------------------------------------------------------------
 
-    async def rebuild(self) -> None:
+    async def rebuild(self, progress: Callable[[int, int], Any] | None = None) -> None:
         """Build the index at open: load persisted segments, re-index only what they lack.
 
         A persisted document counts only if the table still holds exactly that version (same
         version key); every other document of the table is tokenized again, in chunks, in worker
         threads. Segments are then made non-overlapping in document-number order, so ranking
-        ties come out as a full rebuild would give them.
+        ties come out as a full rebuild would give them. ``progress(done, total)`` is called
+        before each chunk of documents to tokenize and once at the end (never when none are).
         """
         table = self._core.table
         views: list[SegmentView] = []
@@ -188,9 +191,12 @@ class Indexer:
                     views.append(view)
                     self._persisted[segment] = file
                 self.loaded_documents += view.n_live
-        missing = sorted(((i, e) for i, e in table.entries.items() if i not in self.docnum_of),
+        missing = sorted(((i, e) for i, e in table.entries.items()
+                          if i not in self.docnum_of and i not in table.tombstones),
                          key=lambda item: item[1].key)
         for start in range(0, len(missing), REBUILD_CHUNK):
+            if progress is not None:
+                progress(start, len(missing))
             chunk = missing[start:start + REBUILD_CHUNK]
             segment = await trio.to_thread.run_sync(self._build_chunk, chunk, table.embedding_dim)
             segment = attrs.evolve(segment, docnums=np.asarray([e.key for _, e in chunk], dtype=np.int64))
@@ -198,6 +204,8 @@ class Indexer:
                 self.docnum_of[doc_id] = entry.key
             views.append(SegmentView.fresh(segment))
             self.rebuilt_documents += len(chunk)
+        if progress is not None and missing:
+            progress(len(missing), len(missing))
         views = await self._disjoint(views)
         self.snapshot = Snapshot(revision=table.revision, segments=tuple(views),
                                  build_tail=self.build_tail, load_texts=self.load_texts)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .values import is_tombstone_json
+
 # A document version's key: its place in the commit order (revision, then position in the
 # transaction; a transaction holds at most 10,000 operations). The search index uses it as the
 # document number, so ties rank by commit order whatever the index's history.
@@ -42,6 +44,9 @@ class DocTable:
         self.entries: dict[str, DocEntry] = {}
         self.revision = 0
         self.embedding_dim: int | None = None
+        # Ids whose entry is a tombstone (a purged document's content-free marker): the reads
+        # treat them as absent; export and restore read them (see is_tombstone_json).
+        self.tombstones: set[str] = set()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -53,7 +58,13 @@ class DocTable:
         """Install ``entry``; return the replaced entry (whose record is now dead), if any."""
         old = self.entries.get(doc_id)
         self.entries[doc_id] = entry
+        if is_tombstone_json(entry.metadata_json):
+            self.tombstones.add(doc_id)
+        elif old is not None:
+            self.tombstones.discard(doc_id)
         return old
 
     def delete(self, doc_id: str) -> DocEntry | None:
+        self.tombstones.discard(doc_id)
         return self.entries.pop(doc_id, None)
+

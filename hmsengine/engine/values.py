@@ -25,6 +25,10 @@ MAX_METADATA_DEPTH = 32
 MAX_EMBEDDING_DIM = 65536
 MAX_BATCH_DOCUMENTS = 10_000
 MAX_BATCH_TEXT_BYTES = 64 * 1024 * 1024
+# One ``transact`` (a restore, an import) may be larger than a put_documents batch: it is still
+# one journal frame, so it stays well under the frame limit (storage/journal.py, 256 MiB).
+MAX_TRANSACTION_DOCUMENTS = 1_000_000
+MAX_TRANSACTION_TEXT_BYTES = 160 * 1024 * 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -96,6 +100,7 @@ class EngineStatistics:
     index_documents_tokenized: int = 0
     index_segments_rejected: int = 0
     index_merges: int = 0
+    tombstones: int = 0  # purged ids remembered so no import brings them back (not in documents)
 
 
 @attrs.frozen(kw_only=True)
@@ -167,6 +172,24 @@ def _check_json_value(value: object, field: str, depth: int) -> None:
     raise InvalidRequest(f"{field}: {type(value).__name__} is not a JSON value")
 
 
+TOMBSTONE_KEY = "_hms_tombstone"
+_TOMBSTONE_PREFIX = '{"' + TOMBSTONE_KEY + '":'
+
+
+def tombstone_json(purged_at: int) -> str:
+    """The metadata JSON of a tombstone: exactly ``{"_hms_tombstone":<purged_at ms>}``."""
+    return f"{_TOMBSTONE_PREFIX}{int(purged_at)}}}"
+
+
+def is_tombstone_json(metadata_json: str | None) -> bool:
+    return metadata_json is not None and metadata_json.startswith(_TOMBSTONE_PREFIX)
+
+
+def tombstone_time(metadata_json: str) -> int:
+    """The purge time (ms) recorded in a tombstone's metadata JSON."""
+    return int(metadata_json[len(_TOMBSTONE_PREFIX):-1])
+
+
 def check_metadata(value: object, field: str = "metadata") -> str | None:
     """Validate metadata (a JSON object) and return its compact JSON text, or None."""
     if value is None:
@@ -208,6 +231,9 @@ def check_embedding(value: object, field: str = "embedding") -> np.ndarray | Non
 
 def make_put(id: object, text: object, metadata: object = None, embedding: object = None,
              *, where: str = "") -> PutOp:
+    if isinstance(metadata, Mapping) and TOMBSTONE_KEY in metadata:
+        raise InvalidRequest(f"{where}metadata.{TOMBSTONE_KEY}: reserved for the tombstones of purged ids",
+                             hint="purge with delete_document(id, purge=True) or transact(tombstones=...)")
     return PutOp(
         id=check_id(id, f"{where}id"),
         text=check_text(text, f"{where}text"),
@@ -216,17 +242,27 @@ def make_put(id: object, text: object, metadata: object = None, embedding: objec
     )
 
 
+def make_tombstone(id: object, purged_at: int, *, where: str = "") -> PutOp:
+    """The put that replaces a document by its tombstone: no text, no embedding, only the time."""
+    return PutOp(id=check_id(id, f"{where}id"), text="", metadata_json=tombstone_json(purged_at),
+                 embedding=None)
+
+
 _ITEM_FIELDS = frozenset({"id", "text", "metadata", "embedding"})
 
 
-def make_puts(items: object) -> list[PutOp]:
-    """Validate the items of ``put_documents``: dicts or :class:`Document` values, unique ids."""
+def make_puts(items: object, *, max_documents: int | None = None,
+              max_text_bytes: int | None = None) -> list[PutOp]:
+    """Validate the items of ``put_documents``: dicts or :class:`Document` values, unique ids.
+    The limits default to a put_documents batch's (read at call time)."""
+    max_documents = MAX_BATCH_DOCUMENTS if max_documents is None else max_documents
+    max_text_bytes = MAX_BATCH_TEXT_BYTES if max_text_bytes is None else max_text_bytes
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise InvalidRequest("items: expected a list of documents")
     if not items:
         raise InvalidRequest("items: must not be empty")
-    if len(items) > MAX_BATCH_DOCUMENTS:
-        raise InvalidRequest(f"items: {len(items)} documents is over the limit of {MAX_BATCH_DOCUMENTS}")
+    if len(items) > max_documents:
+        raise InvalidRequest(f"items: {len(items)} documents is over the limit of {max_documents}")
     ops: list[PutOp] = []
     seen: set[str] = set()
     total = 0
@@ -248,9 +284,9 @@ def make_puts(items: object) -> list[PutOp]:
         seen.add(op.id)
         ops.append(op)
         total += len(op.text)
-    if total > MAX_BATCH_TEXT_BYTES:
+    if total > max_text_bytes:
         raise InvalidRequest(
             f"items: {total} characters of text in one batch is over the limit of "
-            f"{MAX_BATCH_TEXT_BYTES}", hint="split the batch into several put_documents calls",
+            f"{max_text_bytes}", hint="split the batch into several put_documents calls",
         )
     return ops
