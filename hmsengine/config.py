@@ -6,7 +6,12 @@ Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
      "recency": {"kind": "none"} | {"kind": "exponential", "halfLifeMs": N},
      "historicalMultiplier": 1.0,
      "forgetting": {"maxAgeMs": {"episode": N, ...}, "expiredOlderThanMs": N},
-     "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false}}
+     "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false},
+     "fileBase": null | "/an/absolute/directory"}
+
+``fileBase`` is where file-backed memories' relative paths are resolved; when set, every file
+(relative, absolute or ``file://``) must also lie inside it, and the JSON contract (server, MCP)
+reads files only when it is set.
 
 Unknown keys and bad values are :class:`InvalidRequest` naming the field.
 """
@@ -14,6 +19,7 @@ Unknown keys and bad values are :class:`InvalidRequest` naming the field.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,6 +65,7 @@ class MemoryConfig:
     historical_multiplier: float = 1.0
     forgetting: Forgetting = Forgetting()
     consolidation: Consolidation = Consolidation()
+    file_base: str | None = None
 
     @classmethod
     def from_json(cls, body: object) -> MemoryConfig:
@@ -76,6 +83,7 @@ class MemoryConfig:
             "historicalMultiplier": self.historical_multiplier, "forgetting": forgetting,
             "consolidation": {"kind": self.consolidation.kind,
                               "removeSources": self.consolidation.remove_sources},
+            "fileBase": self.file_base,
         }
 
 
@@ -102,7 +110,7 @@ def parse_config(body: object) -> MemoryConfig:
     if isinstance(body, MemoryConfig):
         return body
     top = _object(body, "config", {"supersession", "recency", "historicalMultiplier",
-                                   "forgetting", "consolidation"})
+                                   "forgetting", "consolidation", "fileBase"})
     supersession = top.get("supersession", "none")
     if supersession not in SUPERSESSION:
         raise InvalidRequest(f"config.supersession: expected one of {', '.join(SUPERSESSION)}, "
@@ -146,6 +154,9 @@ def parse_config(body: object) -> MemoryConfig:
         if not isinstance(remove, bool):
             raise InvalidRequest("config.consolidation.removeSources: expected a bool")
         consolidation = Consolidation(kind=kind, remove_sources=remove)
+    file_base = top.get("fileBase")
+    if file_base is not None and (not isinstance(file_base, str) or not os.path.isabs(file_base)):
+        raise InvalidRequest(f"config.fileBase: expected an absolute directory path, got {file_base!r}")
     return MemoryConfig(supersession=supersession, recency=recency,
                         historical_multiplier=float(multiplier), forgetting=forgetting,
-                        consolidation=consolidation)
+                        consolidation=consolidation, file_base=file_base)

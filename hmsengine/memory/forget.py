@@ -9,7 +9,9 @@
 * with ``include_chain``, every fact connected to a match by supersession, both directions;
 * with ``dry_run``, nothing: the report lists what would go.
 
-Removal is one journal transaction per 4,096 facts; a crash between them leaves a prefix
+With ``purge`` each removed id is replaced by a content-free tombstone (``engine.tombstones()``)
+that keeps imports and restores from bringing it back. Removal is one journal transaction per
+4,096 facts; a crash between them leaves a prefix
 removed and the same call finishes it. Before ``forget`` returns, the removed texts' records are
 zeroed and synced (``engine.sync``); with ``purge`` the store is then compacted and the replaced
 generation erased (``engine.compact(purge=True)``). Repeating a forget removes and writes nothing.
@@ -103,8 +105,12 @@ async def forget(memory: Memory, scope: ForgetScope, *, include_chain: bool, dry
         if removed:
             puts = [await _relinked(memory, doc_id, links) for doc_id, links in sorted(relinks.items())]
             for start in range(0, len(removed), CHUNK):
+                # A purge leaves a content-free tombstone per id (engine.transact), so that no
+                # import or restore of an older export brings the purged facts back.
+                chunk = removed[start:start + CHUNK]
                 await memory.engine.transact(puts=puts if start == 0 else [],
-                                             deletes=removed[start:start + CHUNK])
+                                             deletes=[] if purge else chunk,
+                                             tombstones=chunk if purge else [])
             await memory.engine.sync()
     if removed and purge:
         await memory.engine.compact(purge=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..engine.values import Change
+from ..engine.values import Change, is_tombstone_json
 from .stamp import Stamp, plain_stamp, stamp_of
 
 
@@ -42,14 +42,15 @@ class MemoryIndex:
 
     def load(self, items: Iterable[tuple[str, str | None]], revision: int) -> None:
         for doc_id, metadata_json in items:
-            self._add(doc_id, stamp_of(metadata_json) or plain_stamp())
+            if not is_tombstone_json(metadata_json):  # a purged id: no fact
+                self._add(doc_id, stamp_of(metadata_json) or plain_stamp())
         self.revision = revision
 
     def on_commit(self, revision: int, changes: list[Change]) -> None:
         """The engine's commit listener: apply every change of a committed batch."""
         for change in changes:
             self._remove(change.id)
-            if not change.deleted:
+            if not change.deleted and not is_tombstone_json(change.metadata_json):
                 self._add(change.id, stamp_of(change.metadata_json) or plain_stamp())
         self.revision = revision
 
@@ -113,16 +114,23 @@ class MemoryIndex:
         s = self.facts[doc_id]
         if s.valid_from is not None and t < s.valid_from:
             return "not-yet-valid"
-        if (slot_policy and s.subject is not None and t < s.begin
-                and len(self.slots.get((s.namespace, s.subject), ())) > 1):
+        if slot_policy and s.subject is not None and t < s.begin \
+                and self._slot_size(s, known_at) > 1:
             # Only a slot with two facts is policy-linked; a lone slot fact is plain (as on the
-            # fast path of recall), whether or not known_at is given.
+            # fast path of recall). Under known_at the slot is counted as it was then, so a
+            # replay answers what the store answered at that moment.
             return "not-yet-valid"
         if s.valid_to is not None and s.valid_to <= t:
             return "expired"
         if self.superseded_by(doc_id, t, known_at, slot_policy):
             return "superseded"
         return "current"
+
+    def _slot_size(self, s: Stamp, known_at: int | None) -> int:
+        slot = self.slots.get((s.namespace, s.subject), ())  # type: ignore[arg-type]
+        if known_at is None or len(slot) < 2:
+            return len(slot)
+        return sum(1 for g in slot if self.facts[g].ingest_time <= known_at)
 
     def superseded_by(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool) -> str | None:
         """A visible fact that supersedes ``doc_id`` and took effect by ``t`` (None if none)."""

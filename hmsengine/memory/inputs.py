@@ -71,8 +71,10 @@ def _time(value: object, field: str) -> int | None:
     return None if value is None else to_ms(value, field=field)  # type: ignore[arg-type]
 
 
-def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = "") -> PreparedFact:
-    """Validate one input; the id is derived from the payload when not given."""
+def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = "",
+            file: tuple[Any, ...] | None = None) -> PreparedFact:
+    """Validate one input; the id is derived from the payload when not given. ``file`` is a
+    file-backed fact's reference (memory/files.py), part of its payload and its stamp."""
     text = check_text(item.text, f"{where}text", MAX_FACT_TEXT_BYTES)
     words = len(text.split())
     if words > MAX_FACT_WORDS:
@@ -113,14 +115,14 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
                             entities=entities, metadata=metadata, embedding=embedding,
                             event_time=event_time, valid_from=valid_from, valid_to=valid_to,
                             supersedes=supersedes, sources=sources, actor=actor,
-                            importance=importance)
+                            importance=importance, file=file)
     fact_id = check_id(item.id, f"{where}id") if item.id is not None else f"m-{digest}"
     if fact_id in supersedes:
         raise InvalidRequest(f"{where}supersedes: a fact cannot supersede itself")
     stamp = Stamp(digest=digest, kind=item.kind, namespace=namespace, subject=subject,
                   entities=entities, event_time=event_time, valid_from=valid_from,
                   valid_to=valid_to, ingest_time=0, supersedes=supersedes, sources=sources,
-                  actor=actor, importance=importance)
+                  actor=actor, importance=importance, file=file)
     return PreparedFact(id=fact_id, explicit_id=item.id is not None, text=text, metadata=metadata,
                         embedding=embedding, stamp=stamp)
 

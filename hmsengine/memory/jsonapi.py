@@ -8,6 +8,7 @@ values; a list result is wrapped as ``{"items": [...]}``. ``get`` of an unknown 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -154,6 +155,32 @@ async def _capture(m: Memory, body: Any) -> Any:
                               "document without an extractor")
 
 
+def _file_access(m: Memory, op: str) -> None:
+    # Over JSON the caller is another process or machine: reading this host's files is allowed
+    # only inside the directory the operator configured (MemoryConfig.file_base).
+    if m.config.file_base is None:
+        raise InvalidRequest(f"{op}: file access over the JSON contract needs MemoryConfig.fileBase",
+                             hint="start the server with a --memory-config that sets fileBase")
+
+
+async def _remember_file(m: Memory, body: Any) -> Any:
+    allowed = {"uri", "byteRange", "format", "summary"} | (_REMEMBER - {"text"})
+    fields = _fields(body, "rememberFile", allowed, ("uri",))
+    _file_access(m, "rememberFile")
+    uri = fields.pop("uri")
+    byte_range = fields.pop("byte_range", None)
+    if isinstance(byte_range, list):
+        byte_range = tuple(byte_range)
+    return to_json(await m.remember_file(uri, byte_range=byte_range, **fields))
+
+
+async def _hydrate(m: Memory, body: Any) -> Any:
+    fields = _fields(body, "hydrate", {"id"}, ("id",))
+    _file_access(m, "hydrate")
+    data = await m.hydrate(fields["id"])
+    return {"id": fields["id"], "length": len(data), "base64": base64.b64encode(data).decode("ascii")}
+
+
 async def _profile(m: Memory, body: Any) -> Any:
     return to_json(await m.profile(**_fields(body, "profile", {"namespace", "budgetChars"})))
 
@@ -163,6 +190,7 @@ OPERATIONS: dict[str, Callable[[Memory, Any], Awaitable[Any]]] = {
     "explain": _explain, "forget": _forget, "history": _history, "get": _get,
     "applyForgetting": _apply_forgetting, "consolidate": _consolidate,
     "load": _load, "capture": _capture, "profile": _profile,
+    "rememberFile": _remember_file, "hydrate": _hydrate,
 }
 
 

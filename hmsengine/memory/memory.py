@@ -17,9 +17,11 @@ import trio
 from ..config import MemoryConfig, parse_config
 from ..engine.engine import Engine
 from ..errors import Conflict, InvalidRequest, NotFound
+from . import files as _files
 from . import forget as _forget
 from . import loader as _loader
 from . import recall as _recall
+from .files import file_ref, stamp_file
 from .index import MemoryIndex
 from .inputs import PreparedFact, as_input, prepare
 from .stamp import plain_stamp, stored_digest, user_metadata
@@ -27,6 +29,7 @@ from .values import (
     ConsolidateReport,
     Explanation,
     Fact,
+    FileRef,
     ForgetReport,
     ForgetScope,
     LoadResult,
@@ -37,7 +40,9 @@ from .values import (
     Time,
 )
 
-Embedder = Callable[[list[str]], Any]
+# A callable (plain or async) from texts to vectors, or an object with ``embed(texts)`` and
+# ``dim`` such as hmsengine.embedders.MiniLMEmbedder.
+Embedder = Callable[[list[str]], Any] | Any
 Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
 
 
@@ -87,7 +92,13 @@ class Memory:
     async def _embed(self, texts: list[str]) -> list[Any] | None:
         if self.embedder is None:
             return None
-        vectors = self.embedder(texts)
+        embed = getattr(self.embedder, "embed", None)
+        if callable(embed):
+            # A model object (hmsengine.embedders): its inference releases the GIL and can take
+            # milliseconds per batch, so it runs in a worker thread, never on the event loop.
+            vectors = await trio.to_thread.run_sync(embed, texts)
+        else:
+            vectors = self.embedder(texts)
         if inspect.isawaitable(vectors):
             vectors = await vectors
         vectors = list(vectors)
@@ -107,13 +118,15 @@ class Memory:
         """Remember one fact; see ``remember_many`` for the guarantees."""
         return (await self.remember_many([RememberInput(text=text, **fields)]))[0]
 
-    async def remember_many(self, inputs: Sequence[RememberInput | dict[str, Any]]) -> list[RememberResult]:
+    async def remember_many(self, inputs: Sequence[RememberInput | dict[str, Any]], *,
+                            files: Sequence[FileRef | None] | None = None) -> list[RememberResult]:
         """Remember facts in one journal transaction: all of them or none.
 
         An input without ``id`` is named after its content, so a retry stores one fact. The same
         id with the same payload is ``created=False`` and writes nothing (the first ingest time
         stays); a different payload under an existing id is ``Conflict``. ``supersedes`` must
         name facts that exist (or come earlier in the batch). Durable when it returns.
+        ``files`` (``remember_file`` uses it) gives inputs their file references, by position.
         """
         if isinstance(inputs, (str, bytes, dict)) or not isinstance(inputs, Sequence):
             raise InvalidRequest("inputs: expected a list of RememberInput")
@@ -123,8 +136,12 @@ class Memory:
         missing = [i for i, item in enumerate(items) if item.embedding is None]
         vectors = await self._embed([items[i].text for i in missing]) if missing else None
         by_index = dict(zip(missing, vectors, strict=True)) if vectors is not None else {}
+        if files is not None and len(files) != len(items):
+            raise InvalidRequest("files: expected one entry (a FileRef or None) per input")
+        refs = [None if files is None or files[i] is None else stamp_file(files[i])  # type: ignore[arg-type]
+                for i in range(len(items))]
         prepared = [prepare(item, embedder_vector=by_index.get(i),
-                            where=f"inputs[{i}]." if len(items) > 1 else "")
+                            where=f"inputs[{i}]." if len(items) > 1 else "", file=refs[i])
                     for i, item in enumerate(items)]
         shared = self._shared
         involved = {p.id for p in prepared} | {t for p in prepared for t in p.stamp.supersedes}
@@ -214,7 +231,7 @@ class Memory:
             event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
             ingest_time=s.ingest_time,
             supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
-            sources=s.sources, actor=s.actor, importance=s.importance,
+            sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
         )
 
     async def get(self, id: str) -> Fact | None:
@@ -289,6 +306,23 @@ class Memory:
         """The current facts, profiles and procedures of ``namespace`` as a prompt-ready block
         (grouped by kind, newest first, whole lines within ``budget_chars``) and their counts."""
         return await _loader.profile(self, namespace, budget_chars=budget_chars)
+
+    # -- files (memory/files.py) ---------------------------------------------------------------------
+
+    async def remember_file(self, uri: str, *, byte_range: tuple[int, int] | None = None,
+                            format: str | None = None, summary: str | None = None,
+                            **fields: Any) -> RememberResult:
+        """Remember a reference to a file's bytes (``file://`` URI or path; the whole file or
+        ``byte_range=(offset, length)``) with their sha256, never the bytes themselves. Search
+        sees ``summary``; without one the fact is stored but not searchable. See memory/files.py.
+        """
+        return await _files.remember_file(self, uri, byte_range=byte_range, format=format,
+                                          summary=summary, **fields)
+
+    async def hydrate(self, id: str) -> bytes:
+        """The recorded range of a file-backed fact, checked against its sha256
+        (``ProvenanceError``: ``missing_file``, ``truncated`` or ``checksum_mismatch``)."""
+        return await _files.hydrate(self, id)
 
     async def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
         """The JSON contract: one implementation of every operation (memory/jsonapi.py)."""

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 HISTORY = ("current", "all", "historical")
 DEFAULT_KINDS = ("fact", "profile", "procedure")
 MAX_CANDIDATES = 1000
+NOT_SEARCHABLE = ("file-backed fact without a summary: stored but not searchable "
+                  "(search sees only a summary; remember the file again with summary=...)")
 _OPTIONS = {"k", "as_of", "known_at", "history", "subject", "entity", "namespace", "kinds",
             "embedding", "candidate_limit", "explain"}
 
@@ -200,6 +202,7 @@ def _explanation(memory: Memory, query: str, plan: _Plan, doc_id: str, hit: Any,
         evaluated_at=plan.t, valid_from=s.valid_from, valid_to=s.valid_to, rank=rank,
         chain=memory.index.chain(doc_id, memory.slot_policy), score=score,
         known=memory.index.visible(doc_id, plan.known_at),
+        note=(NOT_SEARCHABLE if s.file is not None and not s.file[7] else None),
     )
 
 

@@ -6,6 +6,10 @@ key ``"_hms"`` with a compact list (positions, not names, keep it small)::
     [1, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
      ingest_time, supersedes, sources, actor, importance]
 
+and, for a file-backed fact (``remember_file``) only, a fifteenth element, its file reference::
+
+    [uri, offset, length, format, sha256, size, mtime, summary]
+
 ``digest`` (32 hex digits) is the sha256 of the fact's canonical payload (everything but the
 id and the ingest time): equal digests mean an idempotent retry, different ones a conflict, and
 a fact without a caller id is named after it. So ``search_documents``, ``delete_document`` and
@@ -29,13 +33,14 @@ STAMP_VERSION = 1
 class Stamp:
     """The parsed stamp of one fact (the memory index keeps one per fact)."""
 
-    __slots__ = ("actor", "digest", "entities", "event_time", "importance", "ingest_time", "kind",
-                 "namespace", "sources", "subject", "supersedes", "valid_from", "valid_to")
+    __slots__ = ("actor", "digest", "entities", "event_time", "file", "importance", "ingest_time",
+                 "kind", "namespace", "sources", "subject", "supersedes", "valid_from", "valid_to")
 
     def __init__(self, *, digest: str, kind: str, namespace: str, subject: str | None,
                  entities: tuple[str, ...], event_time: int | None, valid_from: int | None,
                  valid_to: int | None, ingest_time: int, supersedes: tuple[str, ...],
-                 sources: tuple[str, ...], actor: str | None, importance: float | None) -> None:
+                 sources: tuple[str, ...], actor: str | None, importance: float | None,
+                 file: tuple[Any, ...] | None = None) -> None:
         self.digest = digest
         self.kind = kind
         self.namespace = namespace
@@ -49,6 +54,8 @@ class Stamp:
         self.sources = sources
         self.actor = actor
         self.importance = importance
+        # (uri, offset, length, format, sha256, size, mtime, summary) of a file-backed fact.
+        self.file = file
 
     @property
     def begin(self) -> int:
@@ -60,10 +67,13 @@ class Stamp:
         return self.ingest_time
 
     def to_list(self) -> list[Any]:
-        return [STAMP_VERSION, self.digest, self.kind, self.namespace, self.subject,
-                list(self.entities), self.event_time, self.valid_from, self.valid_to,
-                self.ingest_time, list(self.supersedes), list(self.sources), self.actor,
-                self.importance]
+        out = [STAMP_VERSION, self.digest, self.kind, self.namespace, self.subject,
+               list(self.entities), self.event_time, self.valid_from, self.valid_to,
+               self.ingest_time, list(self.supersedes), list(self.sources), self.actor,
+               self.importance]
+        if self.file is not None:
+            out.append(list(self.file))
+        return out
 
     @classmethod
     def from_list(cls, raw: list[Any], *, compact: bool = False) -> Stamp:
@@ -71,7 +81,10 @@ class Stamp:
         drops the digest, which only an idempotency check needs and reads from the document,
         and interns the names that repeat across facts."""
         (_v, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
-         ingest_time, supersedes, sources, actor, importance) = raw
+         ingest_time, supersedes, sources, actor, importance) = raw[:14]
+        file = tuple(raw[14]) if len(raw) == 15 and raw[14] is not None else None
+        if file is not None and len(file) != 8:
+            raise ValueError("a file reference has 8 fields")
         if compact:
             digest = ""
             kind, namespace = sys.intern(kind), sys.intern(namespace)
@@ -80,7 +93,8 @@ class Stamp:
                    entities=tuple(entities) if entities else (), event_time=event_time,
                    valid_from=valid_from, valid_to=valid_to, ingest_time=ingest_time,
                    supersedes=tuple(supersedes) if supersedes else (),
-                   sources=tuple(sources) if sources else (), actor=actor, importance=importance)
+                   sources=tuple(sources) if sources else (), actor=actor, importance=importance,
+                   file=file)
 
 
 def plain_stamp() -> Stamp:
@@ -91,12 +105,17 @@ def plain_stamp() -> Stamp:
 
 
 def _parse(raw: object, *, compact: bool) -> Stamp | None:
-    if isinstance(raw, list) and len(raw) == 14 and raw[0] == STAMP_VERSION:
+    if isinstance(raw, list) and len(raw) in (14, 15) and raw[0] == STAMP_VERSION:
         try:
             return Stamp.from_list(raw, compact=compact)
         except (TypeError, ValueError):
             return None
     return None
+
+
+def parse_stamp(raw: object) -> Stamp | None:
+    """The full stamp of a stored ``_hms`` value, or None if it is not one."""
+    return _parse(raw, compact=False)
 
 
 def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -131,8 +150,12 @@ def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
                    entities: tuple[str, ...], metadata: Mapping[str, Any] | None,
                    embedding: np.ndarray | None, event_time: int | None, valid_from: int | None,
                    valid_to: int | None, supersedes: tuple[str, ...], sources: tuple[str, ...],
-                   actor: str | None, importance: float | None) -> str:
-    """sha256 (32 hex digits) of the canonical payload: stable across runs and machines."""
+                   actor: str | None, importance: float | None,
+                   file: tuple[Any, ...] | None = None) -> str:
+    """sha256 (32 hex digits) of the canonical payload: stable across runs and machines.
+
+    ``file`` (a file-backed fact's reference) joins the payload only when present, so the
+    digests of ordinary facts are the same as before file-backed facts existed."""
     body = {
         "text": text, "kind": kind, "namespace": namespace, "subject": subject,
         "entities": list(entities), "metadata": metadata, "event_time": event_time,
@@ -140,5 +163,7 @@ def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
         "sources": list(sources), "actor": actor, "importance": importance,
         "embedding": None if embedding is None else np.asarray(embedding, "<f4").tobytes().hex(),
     }
+    if file is not None:
+        body["file"] = list(file)
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]

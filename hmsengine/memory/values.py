@@ -94,6 +94,8 @@ class Explanation:
     chain: tuple[str, ...]
     score: float | None
     known: bool = True  # False when known_at hides the fact
+    # Why the fact cannot match at all, when that is so (a file-backed fact without a summary).
+    note: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -94,10 +94,12 @@ class Model:
         if f.valid_from is not None and t < f.valid_from:
             return "not-yet-valid"
         # "Not begun yet" under latest-by-subject applies in a slot of two or more facts; a lone
-        # slot fact is plain (API.md: no window and no link means recall is plain search).
+        # slot fact is plain (API.md: no window and no link means recall is plain search). Under
+        # known_at the slot is counted as it was then (only the facts known by then).
         if self.slot and f.subject is not None and t < f.begin and sum(
                 1 for g in self.facts.values()
-                if g.subject == f.subject and g.namespace == f.namespace) > 1:
+                if g.subject == f.subject and g.namespace == f.namespace
+                and self.visible(g.id, known_at)) > 1:
             return "not-yet-valid"
         if f.valid_to is not None and f.valid_to <= t:
             return "expired"
