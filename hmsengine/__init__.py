@@ -32,6 +32,8 @@ from .memory import (
     RememberResult,
     chunk_markdown,
 )
+from .portability.exchange import ImportReport
+from .portability.inspect import inspect_file
 
 __all__ = [
     "Conflict",
@@ -46,6 +48,7 @@ __all__ = [
     "ForgetScope",
     "Hit",
     "HmsError",
+    "ImportReport",
     "IncompatibleStore",
     "InvalidRequest",
     "LoadResult",
@@ -60,4 +63,5 @@ __all__ = [
     "StoreLocked",
     "WrongKey",
     "chunk_markdown",
+    "inspect_file",
 ]

@@ -1,0 +1,1 @@
+"""Files and portability: file-backed memories, inspectors, JSONL export and import, snapshots."""
