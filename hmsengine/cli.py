@@ -1,8 +1,10 @@
 """The ``hms`` command: thin over the public API.
 
 Commands: the memory ones (``remember``, ``recall``, ``explain``, ``history``, ``forget``,
-``load``, ``compact``; in cli_memory.py), the document ones (``put``, ``get``, ``delete``,
-``stats``), ``demo``, ``serve`` and ``mcp``; docs/cli.md documents each.
+``load``, ``compact``; in cli_memory.py), the file and portability ones (``remember-file``,
+``hydrate``, ``inspect``, ``export``, ``import``, ``snapshot``, ``restore``; in cli_files.py),
+``get`` (a fact with its stamp), the document ones (``put``, ``delete``, ``stats``), ``demo``,
+``serve`` and ``mcp``; docs/cli.md documents each.
 
 ``main(argv=None) -> int`` is testable without a subprocess. Exit codes: 0 ok, 1 not found,
 2 bad input, 3 conflict, 4 store problem. Every error is printed with its code and hint; a
@@ -16,6 +18,7 @@ are accepted before or after the command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -26,7 +29,7 @@ from typing import Any
 import attrs
 import trio
 
-from . import cli_memory
+from . import cli_files, cli_memory
 from .engine import Engine
 from .errors import Conflict, HmsError, InvalidRequest, NotFound
 
@@ -65,12 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("text", help="the text, or - to read it from standard input")
     p.add_argument("--metadata", help="a JSON object")
-    p = sub.add_parser("get", parents=[common], help="print a document")
+    p = sub.add_parser("get", parents=[common],
+                       help="print a fact (or document) with its stamp; reads no file")
     p.add_argument("id")
     p = sub.add_parser("delete", parents=[common], help="delete a document")
     p.add_argument("id")
     sub.add_parser("stats", parents=[common], help="store statistics")
     cli_memory.add_parsers(sub, common)
+    cli_files.add_parsers(sub, common)
     sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
     p = sub.add_parser("serve", help="serve the JSON contract over HTTP, one store per tenant "
                                      "(needs the 'server' extra)")
@@ -116,11 +121,51 @@ def _key(args: argparse.Namespace) -> str | None:
     return value
 
 
+class _IndexProgress:
+    """A progress bar for the re-indexing at open, shown only on a terminal (never under
+    --json) and only when there is enough to index to be worth watching."""
+
+    MIN_DOCUMENTS = 20_000
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.enabled = not getattr(args, "json", False) and sys.stdout.isatty()
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < self.MIN_DOCUMENTS:
+            return
+        if self.bar is None:
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("indexing the store", total=total)
+        self.bar.update(self.task, completed=done, total=total)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
 async def _run(args: argparse.Namespace) -> int:
     store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
-    async with Engine.open(store, key=_key(args)) as engine:
+    progress = _IndexProgress(args)
+    try:
+        return await _run_open(args, store, progress)
+    finally:
+        progress.close()
+
+
+async def _run_open(args: argparse.Namespace, store: str, progress: _IndexProgress) -> int:
+    async with Engine.open(store, key=_key(args), progress=progress) as engine:
         if args.command in cli_memory.MEMORY_COMMANDS:
             await cli_memory.run(engine, args)
+        elif args.command in cli_files.FILE_COMMANDS:
+            await cli_files.run(engine, args, cli_memory.Output(args))
         elif args.command == "put":
             text = sys.stdin.read() if args.text == "-" else args.text
             try:
@@ -132,11 +177,10 @@ async def _run(args: argparse.Namespace) -> int:
                   lambda: f"{'created' if result.created else 'replaced'} {result.id} "
                           f"(revision {result.revision})")
         elif args.command == "get":
-            doc = await engine.get_document(args.id)
-            if doc is None:
-                raise NotFound(f"no document with id {args.id!r}")
-            _emit(args, attrs.asdict(doc), lambda: doc.text + (
-                f"\n-- metadata: {json.dumps(doc.metadata, ensure_ascii=False)}" if doc.metadata else ""))
+            fact = await engine.memory().get(args.id)
+            if fact is None:
+                raise NotFound(f"no fact or document with id {args.id!r}")
+            _emit(args, cli_memory.to_jsonable(fact), lambda: cli_memory.fact_text(fact))
         elif args.command == "delete":
             existed = await engine.delete_document(args.id)
             if not existed:
@@ -148,6 +192,32 @@ async def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    """``hms inspect``: no store is opened; an unreadable path is bad input."""
+    try:
+        result = cli_files.inspect(args)
+    except HmsError as exc:
+        return _report(args, exc)
+    out = cli_memory.Output(args)
+    if out.json:
+        out.emit(result)
+    else:
+        out.print("\n".join(cli_files.inspect_lines(result)))
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, exc: HmsError) -> int:
+    if getattr(args, "debug", False):
+        traceback.print_exc()
+    if getattr(args, "json", False):
+        print(json.dumps({"error": exc.to_json()}), file=sys.stderr)
+    else:
+        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+    return _exit_code(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``hms`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
@@ -155,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse's own usage errors and --help
         return int(exc.code or 0) and EXIT_BAD_INPUT
+    if args.command == "inspect":
+        return _inspect(args)
     if args.command == "demo":
         from .demo import main as demo_main
 
@@ -176,17 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return trio.run(runner)
     except HmsError as exc:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-        if getattr(args, "json", False):
-            print(json.dumps({"error": exc.to_json()}), file=sys.stderr)
-        else:
-            print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
-            if exc.hint:
-                print(f"hint: {exc.hint}", file=sys.stderr)
-        return _exit_code(exc)
+        return _report(args, exc)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (``hms recall x | head``): not an error of ours.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush cannot fail again
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -132,6 +132,27 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def fact_text(fact: Any) -> str:
+    """A fact for a person: its text, then the stamp fields that are set."""
+    lines = [fact.text or "(no text)"]
+    fields = [("id", fact.id), ("kind", fact.kind), ("namespace", fact.namespace),
+              ("subject", fact.subject), ("entities", ", ".join(fact.entities) or None),
+              ("valid", f"{_when(fact.valid_from)} .. {_when(fact.valid_to)}"
+               if fact.valid_from is not None or fact.valid_to is not None else None),
+              ("event time", _when(fact.event_time) if fact.event_time is not None else None),
+              ("ingested", _when(fact.ingest_time) if fact.ingest_time else None),
+              ("supersedes", ", ".join(fact.supersedes) or None),
+              ("sources", ", ".join(fact.sources) or None), ("actor", fact.actor),
+              ("importance", fact.importance),
+              ("metadata", json.dumps(fact.metadata, ensure_ascii=False) if fact.metadata else None)]
+    if fact.file is not None:
+        f = fact.file
+        fields.append(("file", f"{f.uri} [{f.offset}, +{f.length}] of {f.size} bytes, "
+                               f"sha256 {f.sha256[:16]}..."))
+    lines.extend(f"-- {name}: {value}" for name, value in fields if value is not None)
+    return "\n".join(lines)
+
+
 def _when(ms: int | None) -> str:
     if ms is None:
         return "-"
