@@ -212,8 +212,10 @@ def verify(root: Path) -> tuple[dict[str, Any], bytes]:
     if manifest.get("manifestDigest") != _manifest_digest(manifest):
         raise CorruptStore("the manifest was changed after it was written (manifestDigest)", file=where)
     files = manifest.get("files")
-    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
-        raise CorruptStore("the manifest's files is not a list of objects", file=where)
+    if not isinstance(files, list) or not all(
+            isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("sha256"), str)
+            and isinstance(f.get("size"), int) and not isinstance(f.get("size"), bool) for f in files):
+        raise CorruptStore("the manifest's files is not a list of {path, size, sha256}", file=where)
     if manifest.get("digest") != _files_digest(files):
         raise CorruptStore("the manifest's digest does not match its files", file=where)
     facts: bytes | None = None

@@ -1,6 +1,7 @@
 """Fuzzing the readers: the journal frame reader (``scan``, then ``decode_transaction`` on what it
 returns), the text record reader (``decode_record``), the index segment decoder
-(``decode_segment``) and the JSON contract (``memory.call``).
+(``decode_segment``), the JSON contract (``memory.call``), snapshot manifests and the records of
+a snapshot or JSONL export (``portability.snapshot._load``, ``exchange.parse_records``).
 
 On arbitrary bytes, on valid files with random mutations, and on mutated payloads re-sealed with
 valid checksums (so the parsers behind the checksums are reached), the only exceptions allowed
@@ -44,7 +45,7 @@ EXAMPLES = int(os.environ.get("HMS_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=dt.timedelta(seconds=5),
                 suppress_health_check=list(HealthCheck))
 STORAGE_ERRORS = (CorruptStore, IncompatibleStore)
-CASES = {"journal": 0, "record": 0, "segment": 0, "json": 0}
+CASES = {"journal": 0, "record": 0, "segment": 0, "json": 0, "manifest": 0, "jsonl": 0}
 LABEL = b"gen-00000001/journal.log"
 
 
@@ -236,6 +237,110 @@ def test_json_contract(host, op, body):
     except (InvalidRequest, NotFound, Conflict):
         return
     assert isinstance(result, dict)
+
+
+# -- snapshots and JSONL exports ---------------------------------------------------------------
+
+PORTABLE_ERRORS = (CorruptStore, IncompatibleStore, InvalidRequest)
+
+
+@pytest.fixture(scope="module")
+def snapshot_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz-snap")
+
+    async def main() -> None:
+        async with Engine.open(None) as engine:
+            memory = Memory(engine)
+            for i in range(6):
+                await memory.remember(f"snapshot fuzz fact {i}", id=f"s{i}", subject="s",
+                                      valid_from=1000 * i, metadata={"n": i},
+                                      supersedes=[f"s{i - 1}"] if i else [])
+            await engine.put_document("d", "plain", embedding=[0.5, 0.25])
+            await engine.snapshot(root / "snap")
+
+    trio.run(main)
+    return root / "snap"
+
+
+def _reseal_manifest(manifest: dict) -> dict:
+    from hmsengine.portability import snapshot as snap
+
+    manifest = {k: v for k, v in manifest.items() if k != "manifestDigest"}
+    manifest["manifestDigest"] = snap._manifest_digest(manifest)
+    return manifest
+
+
+def load_snapshot(root) -> None:
+    from hmsengine.portability import snapshot as snap
+
+    CASES["manifest"] += 1
+    try:
+        snap._load(root)
+    except PORTABLE_ERRORS:
+        pass
+
+
+@FUZZ
+@given(st.lists(mutation, min_size=1, max_size=6), st.booleans())
+def test_snapshot_manifest_reader(snapshot_dir, tmp_path_factory, ops, as_json):
+    """A mutated manifest, as bytes, or as a JSON value resealed with a valid manifestDigest (so
+    the checks behind the digest are reached)."""
+    import json
+    import shutil
+
+    work = tmp_path_factory.mktemp("m") / "snap"
+    shutil.copytree(snapshot_dir, work)
+    original = (snapshot_dir / "manifest.json").read_bytes()
+    if as_json:
+        manifest = json.loads(original)
+        key = sorted(manifest)[ops[0][1] % len(manifest)]
+        mangled = mutate(json.dumps(manifest[key]).encode(), ops)
+        try:
+            manifest[key] = json.loads(mangled)
+        except ValueError:
+            manifest[key] = mangled.decode("latin-1")
+        (work / "manifest.json").write_text(json.dumps(_reseal_manifest(manifest)))
+    else:
+        (work / "manifest.json").write_bytes(mutate(original, ops))
+    load_snapshot(work)
+
+
+@FUZZ
+@given(st.lists(mutation, min_size=1, max_size=6))
+def test_snapshot_records_behind_valid_checksums(snapshot_dir, tmp_path_factory, ops):
+    """facts.jsonl mutated and every digest of the manifest recomputed: the record parser."""
+    import hashlib
+    import json
+    import shutil
+
+    from hmsengine.portability import snapshot as snap
+
+    work = tmp_path_factory.mktemp("r") / "snap"
+    shutil.copytree(snapshot_dir, work)
+    facts = mutate((work / "facts.jsonl").read_bytes(), ops)
+    (work / "facts.jsonl").write_bytes(facts)
+    manifest = json.loads((work / "manifest.json").read_text())
+    manifest["files"] = [{"path": "facts.jsonl", "size": len(facts),
+                          "sha256": hashlib.sha256(facts).hexdigest()}]
+    manifest["digest"] = snap._files_digest(manifest["files"])
+    manifest["snapshotId"] = snap._snapshot_id(facts)
+    (work / "manifest.json").write_text(json.dumps(_reseal_manifest(manifest)))
+    load_snapshot(work)
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=200) | st.sampled_from((
+    b'{"type":"header","format":"hmsengine-jsonl","schemaVersion":1}', b'{"type":"fact"}',
+    b'{"type":"fact","id":"a","text":"t","ingestTime":1,"file":{}}', b'{"type":"tombstone","id":"x"}',
+    b'{"type":"document","id":"d","text":"x","embedding":[1e400]}', b"[]", b"null")), max_size=6))
+def test_jsonl_record_parser(lines):
+    from hmsengine.portability.exchange import parse_records
+
+    CASES["jsonl"] += 1
+    try:
+        parse_records(list(enumerate(lines, start=1)), "fuzz.jsonl")
+    except PORTABLE_ERRORS:
+        pass
 
 
 def test_fuzz_figures():

@@ -113,3 +113,36 @@ def test_malformed_index_segment_header_is_corrupt_store():
                    [1, 2]):
         with pytest.raises(CorruptStore):
             persist.decode_segment(sealed(header), PLAIN, "seg", "seg")
+
+
+def test_snapshot_manifest_with_malformed_files_entry_is_corrupt_store(tmp_path):
+    """Found by the manifest fuzzer: a manifest (with a valid manifestDigest) whose ``files``
+    held an object without ``path`` raised KeyError from restore. It is CorruptStore now,
+    naming the manifest, and nothing is written."""
+    import json
+
+    import pytest
+    import trio
+
+    from hmsengine import CorruptStore
+    from hmsengine.portability.snapshot import _manifest_digest
+
+    async def make() -> None:
+        async with Engine.open(None) as engine:
+            await Memory(engine).remember("a fact", id="a")
+            await engine.snapshot(tmp_path / "snap")
+
+    trio.run(make)
+    manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
+    manifest["files"] = [{"size": 1}]
+    del manifest["manifestDigest"]
+    manifest["manifestDigest"] = _manifest_digest(manifest)
+    (tmp_path / "snap" / "manifest.json").write_text(json.dumps(manifest))
+
+    async def restore() -> None:
+        async with Engine.open(None) as engine:
+            with pytest.raises(CorruptStore, match="manifest"):
+                await engine.restore(tmp_path / "snap")
+            assert engine.revision == 0
+
+    trio.run(restore)
