@@ -7,15 +7,19 @@ conflict checks are atomic with the write that follows them).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import trio
 
 from ..config import MemoryConfig, parse_config
 from ..engine.engine import Engine
+from ..engine.values import Change
 from ..errors import Conflict, InvalidRequest, NotFound
 from . import files as _files
 from . import forget as _forget
@@ -46,17 +50,41 @@ Embedder = Callable[[list[str]], Any] | Any
 Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
 
 
+FACT_CACHE_SIZE = 2048
+
+
 class _Shared:
     """Per-engine state shared by every Memory over it."""
 
     def __init__(self, engine: Engine) -> None:
         self.index = MemoryIndex()
         self.index.load(engine.scan_metadata(), engine.revision)
-        engine.add_commit_listener(self.index.on_commit)
+        # Recently read facts (immutable values), so a recall whose hits were read before costs
+        # little more than the search itself. Kept exact by the commit listener: a put drops
+        # its id, any removal drops everything (a Fact's links depend on which facts exist).
+        self.facts: OrderedDict[str, Fact] = OrderedDict()
+        engine.add_commit_listener(self.on_commit)
         # Serializes the checks of remember and the plans of forget against the index.
         self.lock = trio.Lock()
         # Ids whose remember passed its checks and is being written (see remember_many).
         self.pending: dict[str, trio.Event] = {}
+
+    def on_commit(self, revision: int, changes: list[Change]) -> None:
+        self.index.on_commit(revision, changes)
+        facts = self.facts
+        if facts:
+            if any(c.deleted for c in changes):
+                facts.clear()
+            else:
+                for change in changes:
+                    facts.pop(change.id, None)
+
+    def remember_fact(self, fact: Fact, revision: int) -> None:
+        """Cache ``fact`` if nothing was committed since it was read at ``revision``."""
+        if self.index.revision == revision:
+            self.facts[fact.id] = fact
+            if len(self.facts) > FACT_CACHE_SIZE:
+                self.facts.popitem(last=False)
 
 
 _SHARED: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary()
@@ -220,12 +248,22 @@ class Memory:
     # -- reading ---------------------------------------------------------------------------------
 
     async def fact(self, doc_id: str) -> Fact | None:
-        """The fact ``doc_id``: its stamp from the index, its text and metadata from the engine."""
+        """The fact ``doc_id``: its stamp from the index, its text and metadata from the engine
+        (or the shared cache of recently read facts, which the commit listener keeps exact)."""
+        shared = self._shared
+        cached = shared.facts.get(doc_id)
+        if cached is not None:
+            shared.facts.move_to_end(doc_id)
+            # The one mutable part of a Fact: each caller gets its own copy of the metadata.
+            if cached.metadata is not None:
+                return attrs.evolve(cached, metadata=copy.deepcopy(cached.metadata))
+            return cached
+        revision = shared.index.revision
         doc = await self.engine.get_document(doc_id)
         if doc is None:
             return None
         s = self.index.facts.get(doc_id) or plain_stamp()
-        return Fact(
+        fact = Fact(
             id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
             entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
             event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
@@ -233,6 +271,8 @@ class Memory:
             supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
             sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
         )
+        shared.remember_fact(fact, revision)
+        return fact
 
     async def get(self, id: str) -> Fact | None:
         """The fact ``id``, or None (also for a forgotten one)."""
