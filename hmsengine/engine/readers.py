@@ -137,5 +137,6 @@ async def search_documents(indexer: Indexer, query: object, **options: Any) -> l
         scored = executor.run(snap, q, prepared)
     else:
         scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
-    return [Hit(id=snap.id_of(s.docnum), score=s.score, lexical=s.lexical, semantic=s.semantic)
-            for s in scored]
+    ids = snap.ids_of([s.docnum for s in scored])
+    return [Hit(id=doc_id, score=s.score, lexical=s.lexical, semantic=s.semantic)
+            for doc_id, s in zip(ids, scored, strict=True)]

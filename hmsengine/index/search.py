@@ -19,7 +19,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
@@ -66,8 +66,9 @@ class Query:
     dim: int = 4096  # the n-gram dimension
 
 
-@attrs.frozen(kw_only=True)
-class Scored:
+class Scored(NamedTuple):
+    """One ranked document (a tuple: k of them are made per query, on the hot path)."""
+
     docnum: int
     score: float
     lexical: float | None
@@ -273,8 +274,7 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None) -> list[Scor
         return []
     if not fused:
         _, _, s, d = signals[0]
-        return [Scored(docnum=int(doc), score=float(sc), lexical=float(sc), semantic=None)
-                for sc, doc in zip(s, d, strict=True)]
+        return [Scored(doc, sc, sc, None) for sc, doc in zip(s.tolist(), d.tolist(), strict=True)]
     return _fuse(snap, q, p, signals)
 
 
