@@ -323,14 +323,16 @@ class Engine:
         return doc_id in table.entries and doc_id not in table.tombstones
 
     async def search_documents(
-        self, query: str, *, k: int = 10, embedding: Any = None, ids: list[str] | None = None,
+        self, query: str, *, k: int = 10, embedding: Any = None,
+        ids: list[str] | set[str] | frozenset[str] | None = None,
         metadata: dict[str, Any] | None = None, semantic: str | None = None,
         lexical_weight: float = 1.0, semantic_weight: float = 1.0,
     ) -> list[Hit]:
         """Rank documents by BM25 (and cosine with ``embedding``, n-grams with ``semantic="ngram"``).
 
         Several signals are fused by weighted reciprocal rank (constant 60). ``ids`` and
-        ``metadata`` (exact match per key) restrict the candidates before ranking. Reads one
+        ``metadata`` (exact match per key) restrict the candidates before ranking; a frozenset
+        of ids is resolved once per snapshot (until the next write) and reused. Reads one
         immutable snapshot: never waits for the writer, sees every write acknowledged before the
         call. Deterministic: the same store content gives bit-for-bit the same hits.
         """

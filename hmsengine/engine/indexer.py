@@ -56,6 +56,8 @@ class Indexer:
         self.dim = core.format.dim
         self.snapshot: Snapshot = EMPTY
         self.docnum_of: dict[str, int] = {}
+        # Resolved search filters of frozenset ids, per snapshot (engine/readers.py).
+        self.filter_cache: dict[int, Any] = {}
         self._wake = trio.Event()
         self._meta: dict[tuple[str, str], set[str]] | None = None
         self._cancel = trio.CancelScope()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -64,38 +65,17 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
                                  f"embeddings have {dim}")
         vector = l2_normalise(vector)
     snap = indexer.snapshot
-    candidates: set[str] | None = None
-    if ids is not None:
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-            raise InvalidRequest("ids: expected a list of document ids")
-        candidates = set(ids)
-        for n, doc_id in enumerate(ids):
-            # The field name is only built for a bad id: filters of thousands of ids are common.
-            if not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or _UNSAFE.search(doc_id):
-                check_id(doc_id, f"ids[{n}]")
-    if metadata is not None:
-        if not isinstance(metadata, Mapping):
-            raise InvalidRequest("metadata: expected a JSON object of key: value to match")
-        check_metadata(metadata)
-        matching = indexer.ids_with_metadata(dict(metadata))
-        candidates = matching if candidates is None else candidates & matching
     allowed = picked = None
-    if candidates is not None:
-        get = indexer.docnum_of.get
-        found = [d for d in map(get, candidates) if d is not None]
-        if not found:
+    cached = _cached_filter(indexer, snap, ids) if metadata is None else None
+    if cached is not None:
+        allowed, picked = cached
+    elif ids is not None or metadata is not None:
+        resolved = _resolve_filter(indexer, snap, ids, metadata)
+        if resolved is None:
             return None
-        per_view = _locate(snap, np.sort(np.asarray(found, dtype=np.int64)))
-        if not per_view:
-            return None
-        if len(found) <= executor.SMALL_CANDIDATES:
-            picked = per_view
-        else:
-            allowed = {}
-            for v, ls in per_view.items():
-                mask = np.zeros(snap.views[v].segment.n_docs, dtype=np.uint8)
-                mask[ls] = 1
-                allowed[v] = mask
+        allowed, picked = resolved
+        if metadata is None and isinstance(ids, frozenset):
+            _remember_filter(indexer, snap, ids, resolved)
     ngram = None
     if semantic == "ngram":
         buckets, values = ngram_query(query, indexer.dim)
@@ -105,6 +85,71 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
         ngram=ngram, lexical_weight=lw, semantic_weight=sw, allowed=allowed, candidates=picked,
         dim=indexer.dim,
     )
+
+
+# Resolved filters of frozenset ids (immutable, so their identity is their content), per
+# snapshot: the memory layer passes the same frozenset for repeated subject or entity filters,
+# and resolving thousands of ids to document numbers costs more than the search itself.
+FILTER_CACHE_SIZE = 64
+Resolved = tuple[dict[int, np.ndarray] | None, dict[int, np.ndarray] | None]
+
+
+def _cached_filter(indexer: Indexer, snap: Any, ids: object) -> Resolved | None:
+    if not isinstance(ids, frozenset):
+        return None
+    entry = indexer.filter_cache.get(id(ids))
+    if entry is None or entry[0] is not ids or entry[1] is not snap:
+        return None
+    resolved: Resolved = entry[2]
+    return resolved
+
+
+def _remember_filter(indexer: Indexer, snap: Any, ids: frozenset[str], resolved: Resolved) -> None:
+    cache = indexer.filter_cache
+    cache[id(ids)] = (ids, snap, resolved)  # the entry keeps ``ids`` alive: its id stays unique
+    while len(cache) > FILTER_CACHE_SIZE:
+        del cache[next(iter(cache))]
+
+
+def _resolve_filter(indexer: Indexer, snap: Any, ids: object, metadata: object) -> Resolved | None:
+    """(allowed masks, picked candidates) per view for an ids and/or metadata filter; None
+    when it matches nothing."""
+    docnum_of = indexer.docnum_of
+    found: list[int] = []
+    if ids is not None:
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, AbstractSet)):
+            raise InvalidRequest("ids: expected a list of document ids")
+        get = docnum_of.get
+        for n, doc_id in enumerate(ids):
+            docnum = get(doc_id) if isinstance(doc_id, str) else None
+            if docnum is not None:
+                found.append(docnum)  # a stored id is valid by construction
+            elif not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or _UNSAFE.search(doc_id):
+                # The field name is only built for a bad id: filters of thousands of ids are common.
+                check_id(doc_id, f"ids[{n}]")
+    if metadata is not None:
+        if not isinstance(metadata, Mapping):
+            raise InvalidRequest("metadata: expected a JSON object of key: value to match")
+        check_metadata(metadata)
+        matching = indexer.ids_with_metadata(dict(metadata))
+        if ids is None:
+            found = [d for d in map(docnum_of.get, matching) if d is not None]
+        else:
+            keep = {docnum_of[i] for i in matching if i in docnum_of}
+            found = [d for d in found if d in keep]
+    if not found:
+        return None
+    per_view = _locate(snap, np.unique(np.asarray(found, dtype=np.int64)))
+    if not per_view:
+        return None
+    if len(found) <= executor.SMALL_CANDIDATES:
+        return None, per_view
+    allowed = {}
+    for v, ls in per_view.items():
+        mask = np.zeros(snap.views[v].segment.n_docs, dtype=np.uint8)
+        mask[ls] = 1
+        allowed[v] = mask
+    return allowed, None
 
 
 def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:

@@ -34,6 +34,9 @@ class MemoryIndex:
         self.entities: dict[str, set[str]] = {}
         self.successors: dict[str, set[str]] = {}
         self.kind_counts: dict[str, int] = {}
+        # Frozen copies of by_subject / entities members, handed to search as its ids filter
+        # (the engine caches what it resolved for an immutable filter); dropped on any change.
+        self._frozen: dict[tuple[str, str], frozenset[str]] = {}
         self.windows = 0  # facts with valid_from or valid_to
         self.links = 0  # explicit supersedes links
         self.revision = 0
@@ -54,7 +57,25 @@ class MemoryIndex:
                 self._add(change.id, stamp_of(change.metadata_json) or plain_stamp())
         self.revision = revision
 
+    def frozen(self, kind: str, name: str) -> frozenset[str]:
+        """The ids of a subject (``kind`` "subject") or entity ("entity") as one shared
+        frozenset, the same object until that subject's or entity's members change."""
+        key = (kind, name)
+        out = self._frozen.get(key)
+        if out is None:
+            members = self.by_subject if kind == "subject" else self.entities
+            out = self._frozen[key] = frozenset(members.get(name, ()))
+        return out
+
+    def _forget_frozen(self, s: Stamp) -> None:
+        if self._frozen:
+            if s.subject is not None:
+                self._frozen.pop(("subject", s.subject), None)
+            for e in s.entities:
+                self._frozen.pop(("entity", e), None)
+
     def _add(self, doc_id: str, s: Stamp) -> None:
+        self._forget_frozen(s)
         self.facts[doc_id] = s
         self.kind_counts[s.kind] = self.kind_counts.get(s.kind, 0) + 1
         if s.subject is not None:
@@ -71,6 +92,7 @@ class MemoryIndex:
         s = self.facts.pop(doc_id, None)
         if s is None:
             return
+        self._forget_frozen(s)
         self.kind_counts[s.kind] -= 1
         if s.subject is not None:
             slot = self.slots[(s.namespace, s.subject)]

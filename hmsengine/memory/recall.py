@@ -6,8 +6,9 @@ filter, and ``history`` current or all, recall asks ``search_documents`` for exa
 with the caller's options and returns its scores unmodified.
 
 Otherwise it asks for ``candidate_limit`` candidates (at most 1000 examined, never fewer than
-``k``), restricted to the ids that match subject, entity, namespace, and kinds when they select
-few facts (the filtered search path); a broad kinds restriction (everything but episodes) is
+``k``; exactly ``k`` when only a subject, entity or namespace filter applies to a store where
+every fact is current), restricted to the ids that match subject, entity, namespace, and kinds
+when they select few facts (the filtered search path); a broad kinds restriction (everything but episodes) is
 checked on the candidates instead. It drops what ``known_at`` hides and what the ``history``
 mode excludes, multiplies
 each score by the recency and historical multipliers, and returns the best ``k`` (ties keep
@@ -95,15 +96,15 @@ class _Plan:
 KINDS_AS_IDS_SHARE = 0.1
 
 
-def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[set[str] | None, bool]:
+def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str] | None, bool]:
     """(ids that pass subject/entity/namespace and perhaps kinds, or None when nothing
     restricts; whether kinds must still be checked on the candidates)."""
     index = memory.index
-    sets: list[set[str]] = []
+    sets: list[frozenset[str] | set[str]] = []
     if plan.subject is not None:
-        sets.append(set(index.by_subject.get(plan.subject, ())))
+        sets.append(index.frozen("subject", plan.subject))
     if plan.entity is not None:
-        sets.append(set(index.entities.get(plan.entity, ())))
+        sets.append(index.frozen("entity", plan.entity))
     total = sum(index.kind_counts.values())
     wanted = sum(count for kind, count in index.kind_counts.items() if kind in plan.kinds)
     kinds_matter = wanted < total
@@ -113,8 +114,10 @@ def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[set[str] | None, bool]:
         kinds_matter = False
     if not sets:
         return None, kinds_matter
+    if len(sets) == 1:
+        return sets[0], kinds_matter  # a shared frozenset: search caches what it resolved
     sets.sort(key=len)
-    return sets[0].intersection(*sets[1:]), kinds_matter
+    return set(sets[0].intersection(*sets[1:])), kinds_matter
 
 
 def _multipliers(memory: Memory, doc_id: str, status: str, plan: _Plan) -> tuple[float, float]:
@@ -158,17 +161,18 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
     embedding = await _query_vector(memory, query, plan.embedding)
     plan.embedding = embedding
     allowed, check_kinds = _allowed_ids(memory, plan)
-    fast = (allowed is None and not check_kinds and plan.known_at is None
-            and plan.history != "historical" and memory.config.recency.kind == "none"
-            and not index.is_temporal(memory.slot_policy))
-    if fast:
+    # Nothing can drop or re-weight a candidate: every fact is current, no known_at, no
+    # recency; search's own top k (filtered by ids when asked) is the answer.
+    plain = (not check_kinds and plan.known_at is None and plan.history != "historical"
+             and memory.config.recency.kind == "none" and not index.is_temporal(memory.slot_policy))
+    if plain and allowed is None:
         hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding)
         return [(h.id, h.score, "current", h) for h in hits]
     if allowed is not None and not allowed:
         return []
     hits = await memory.engine.search_documents(
-        query, k=min(plan.limit, MAX_CANDIDATES), embedding=embedding,
-        ids=list(allowed) if allowed is not None else None)
+        query, k=plan.k if plain else min(plan.limit, MAX_CANDIDATES), embedding=embedding,
+        ids=allowed)
     ranked = []
     for position, h in enumerate(hits):
         if not index.visible(h.id, plan.known_at):

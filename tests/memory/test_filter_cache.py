@@ -1,0 +1,39 @@
+"""Filtered recall reuses what search resolved for a subject or entity filter, and never
+serves a stale answer: every write changes the snapshot or the frozen member set."""
+
+from __future__ import annotations
+
+from hmsengine import Engine, ForgetScope
+
+
+async def test_entity_filter_follows_every_write() -> None:
+    async with Engine.open(None) as engine:
+        memory = engine.memory()
+        await memory.remember_many([{"text": f"walrus fact {i}", "entities": ["zoo"] if i % 2 else ["sea"]}
+                                    for i in range(3000)])
+        first = await memory.recall("walrus", entity="zoo", k=5)
+        again = await memory.recall("walrus", entity="zoo", k=5)
+        assert [h.fact.id for h in first] == [h.fact.id for h in again] and len(first) == 5
+        assert memory.index.frozen("entity", "zoo") is memory.index.frozen("entity", "zoo")
+        # A new member that outranks the rest comes back at once.
+        new = await memory.remember("walrus walrus walrus", entities=["zoo"])
+        assert (await memory.recall("walrus", entity="zoo", k=5))[0].fact.id == new.id
+        # A fact of another entity never leaks in, and a forgotten member is gone.
+        other = await memory.remember("walrus walrus walrus walrus", entities=["sea"])
+        hits = await memory.recall("walrus", entity="zoo", k=5)
+        assert other.id not in {h.fact.id for h in hits}
+        await memory.forget(ForgetScope.ids([new.id]))
+        assert new.id not in {h.fact.id for h in await memory.recall("walrus", entity="zoo", k=5)}
+
+
+async def test_search_with_frozenset_ids_is_recomputed_after_a_write() -> None:
+    async with Engine.open(None) as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": f"otter {i}"} for i in range(3000)])
+        ids = frozenset(f"d{i}" for i in range(0, 3000, 2)) | {"later"}
+        before = await engine.search_documents("otter", k=3, ids=ids)
+        assert all(int(h.id[1:]) % 2 == 0 for h in before)
+        assert [h.id for h in await engine.search_documents("otter", k=3, ids=ids)] == [h.id for h in before]
+        await engine.put_document("later", "otter otter otter")
+        assert (await engine.search_documents("otter", k=3, ids=ids))[0].id == "later"
+        await engine.delete_document("later")
+        assert "later" not in {h.id for h in await engine.search_documents("otter", k=3, ids=ids)}
