@@ -368,6 +368,7 @@ class Engine:
             index_segments_rejected=self._indexer.segments_rejected,
             index_merges=self._indexer.merges,
             tombstones=len(self._core.table.tombstones),
+            table_snapshot_documents=self._core.snapshot_documents,
         )
 
     def find_ids(self, *, metadata: dict[str, Any]) -> set[str]:

@@ -3,7 +3,10 @@
 The steps, in order:
 
 1. Scan the journal (storage/journal.py). Damage before the tail raises ``CorruptStore``; a torn
-   tail is truncated and the truncation fsynced before anything new is appended.
+   tail is truncated and the truncation fsynced before anything new is appended. When the
+   generation holds a table snapshot (storage/tablesnap.py, written at the last clean close)
+   that matches the journal's bytes, the table starts from it and only the frames after it
+   are scanned and replayed; otherwise the whole journal is.
 2. Replay every transaction into the document table, in sequence order. Checkpoints tell which
    part of ``documents.text`` was already synced and which dead records were already zeroed.
 3. Bring ``documents.text`` to exactly the end of the last record any journaled operation
@@ -18,15 +21,18 @@ The steps, in order:
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 from ..errors import CorruptStore, map_errors
+from ..storage import tablesnap
 from ..storage.journal import KIND_CHECKPOINT, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
-from .state import KEY_STRIDE, DocEntry, doc_key
+from .state import KEY_STRIDE, DocEntry, DocTable, doc_key
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
+from .values import is_tombstone_json
 
 
 def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -> None:
@@ -37,18 +43,36 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         data = journal.read_at(0, journal.size())
     if progress:
         progress(f"replaying {len(data)} journal bytes")
-    result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
-                  max_version=FORMAT_VERSION)
+    table = core.table
+    text_synced = 0
+    zeroed_through = 0
+    record_end = 0
+    result = None
+    snap = _matching_snapshot(core, data)
+    if snap is not None:
+        try:
+            result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
+                          max_version=FORMAT_VERSION, first_sequence=snap.sequence,
+                          start=snap.journal_end)
+        except CorruptStore:
+            result = None  # the frames after it do not follow on: replay the whole journal
+        else:
+            _install(table, snap)
+            core.snapshot_documents = len(snap.ids)
+            text_synced = record_end = snap.text_synced
+            zeroed_through = snap.zeroed_through
+            if progress:
+                progress(f"table snapshot of {len(snap.ids)} documents; replaying "
+                         f"{len(data) - snap.journal_end} journal bytes after it")
+    if result is None:
+        result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
+                      max_version=FORMAT_VERSION)
     del data
     if result.torn_tail:
         with map_errors("truncating the journal's torn tail", file=where):
             journal.truncate(result.valid_end)
             journal.sync()
 
-    table = core.table
-    text_synced = 0
-    zeroed_through = 0
-    record_end = 0
     dead: list[tuple[int, int, int]] = []  # (offset, length, revision at which it died)
     # Texts of live documents whose records lie past the synced watermark, kept to repair them.
     unsynced: dict[str, StoredPut] = {}
@@ -117,3 +141,42 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         core.checkpoint(moved=moved)
     # Counters describe this open's activity, not recovery's bookkeeping.
     core.counters = Counters()
+
+
+def _matching_snapshot(core: StoreCore, journal: bytes) -> tablesnap.TableSnapshot | None:
+    """The generation's table snapshot if it is whole and describes a prefix of ``journal``."""
+    name = f"{core.generation}/{tablesnap.FILE_NAME}"
+    if not core.directory.exists(name):
+        return None
+    try:
+        raw = core.directory.read_bytes(name)
+    except OSError:
+        return None
+    snap = tablesnap.decode(core.codec, name.encode(), raw, core.directory.describe(name))
+    if snap is None or snap.journal_end > len(journal):
+        return None
+    if tablesnap.journal_tail_digest(journal, snap.journal_end) != snap.tail_sha256:
+        return None
+    return snap
+
+
+def _install(table: DocTable, snap: tablesnap.TableSnapshot) -> None:
+    """Fill the (empty) table from a snapshot: one DocEntry per document, no JSON parsing."""
+    cols = snap.columns.tolist()
+    entries = table.entries
+    # A million entries that all survive: the cyclic collector would rescan them repeatedly
+    # while they are built (none can form a cycle), so it pauses meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for doc_id, meta, emb, (offset, length, crc, revision, key) in zip(
+                snap.ids, snap.metadata, snap.embeddings, cols, strict=True):
+            entries[doc_id] = DocEntry(offset, length, crc, meta, emb, revision, key)
+            if meta is not None and is_tombstone_json(meta):
+                table.tombstones.add(doc_id)
+    finally:
+        if collecting:
+            gc.enable()
+    table.revision = snap.sequence
+    if snap.embedding_dim is not None:
+        table.embedding_dim = snap.embedding_dim

@@ -11,15 +11,17 @@ fsync is never retried (the kernel may have dropped the dirty pages already).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 
 import attrs
+import numpy as np
 
 from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
-from ..storage import manifest
+from ..storage import manifest, tablesnap
 from ..storage.codec import PLAIN, Codec
-from ..storage.directory import Directory, FileHandle
+from ..storage.directory import Directory, FileHandle, MemoryDirectory
 from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, encode_frame
 from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
@@ -34,6 +36,8 @@ from .txn import (
     encode_transaction,
 )
 from .values import DeleteOp, PutOp
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen(kw_only=True)
@@ -90,6 +94,8 @@ class StoreCore:
         self.zeroed_through = 0
         self.dirty = False  # text written or zeroed since the last checkpoint
         self.journal_label = f"{generation}/{manifest.JOURNAL_FILE}".encode()
+        # Documents the last open took from the table snapshot (0: it replayed the whole journal).
+        self.snapshot_documents = 0
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -292,13 +298,48 @@ class StoreCore:
         self.text.handle.close()
 
     def close(self) -> None:
-        """Checkpoint if anything is unsynced (and the store is healthy), close files, unlock."""
+        """Checkpoint if anything is unsynced (and the store is healthy), write the table
+        snapshot that lets the next open skip replaying the journal, close files, unlock."""
         try:
             if self.dirty and self.broken is None:
                 try:
                     self.checkpoint()
                 except DurabilityError:
                     pass  # the journal stays the source of truth; recovery redoes the work
+            if not self.dirty and self.broken is None:
+                self.write_table_snapshot()
         finally:
             self._close_files()
             self.directory.unlock()
+
+    def write_table_snapshot(self) -> None:
+        """Write ``table.snap`` for the table as of now (after a checkpoint, nothing unsynced).
+
+        Best effort: a failure leaves the previous snapshot (still valid for the journal prefix
+        it covers) or none; the journal alone always suffices.
+        """
+        if isinstance(self.directory, MemoryDirectory):
+            return  # nothing reopens an in-memory store
+        try:
+            entries = self.table.entries
+            ids = list(entries)
+            values = list(entries.values())
+            columns = np.fromiter(
+                (x for e in values for x in (e.offset, e.length, e.crc, e.revision, e.key)),
+                dtype=np.int64, count=len(values) * tablesnap.COLUMNS,
+            ).reshape(len(values), tablesnap.COLUMNS)
+            text_size = self.text.handle.size()
+            if len(values) and int((columns[:, 0] + columns[:, 1]).max()) > text_size:
+                return  # a record past the text's end: leave it to recovery (no snapshot)
+            end = self.journal.size()
+            tail = self.journal.read_at(max(0, end - tablesnap.TAIL_BYTES), min(end, tablesnap.TAIL_BYTES))
+            name = f"{self.generation}/{tablesnap.FILE_NAME}"
+            data = tablesnap.encode(
+                self.codec, name.encode(), journal_end=end, journal_tail=tail,
+                sequence=self.table.revision, text_synced=text_size,
+                zeroed_through=self.table.revision, embedding_dim=self.table.embedding_dim,
+                ids=ids, metadata=[e.metadata_json for e in values], columns=columns,
+                embeddings=[e.embedding for e in values])
+            self.directory.atomic_write(name, data)
+        except Exception:  # an optimisation must never fail a close
+            log.warning("could not write the table snapshot of %s", self.generation, exc_info=True)

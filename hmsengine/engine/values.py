@@ -101,6 +101,7 @@ class EngineStatistics:
     index_segments_rejected: int = 0
     index_merges: int = 0
     tombstones: int = 0  # purged ids remembered so no import brings them back (not in documents)
+    table_snapshot_documents: int = 0  # taken from the table snapshot at open (0: full replay)
 
 
 @attrs.frozen(kw_only=True)

@@ -113,6 +113,11 @@ def _parse(raw: object, *, compact: bool) -> Stamp | None:
     return None
 
 
+def parse_compact(raw: object) -> Stamp | None:
+    """The index's compact copy of a stored ``_hms`` value, or None if it is not one."""
+    return _parse(raw, compact=True)
+
+
 def parse_stamp(raw: object) -> Stamp | None:
     """The full stamp of a stored ``_hms`` value, or None if it is not one."""
     return _parse(raw, compact=False)

@@ -140,16 +140,17 @@ def _later_valid_frame(data: bytes, start: int, max_version: int) -> int | None:
 
 def scan(
     data: bytes, *, codec: Codec, where: str, file_label: bytes, max_version: int,
-    first_sequence: int = 0,
+    first_sequence: int = 0, start: int = 0,
 ) -> ScanResult:
-    """Validate and decode every frame of a journal's bytes.
+    """Validate and decode every frame of a journal's bytes (from ``start``, a frame boundary
+    whose preceding frames a table snapshot covers; offsets stay absolute).
 
     Raises :class:`CorruptStore` for damage before the tail (a bad frame followed by a valid one,
     a sequence gap, a payload that passes its checksum but does not decode). A torn tail is
     reported through ``valid_end < file_size``; nothing is modified here.
     """
     frames: list[Frame] = []
-    pos = 0
+    pos = start
     sequence = first_sequence
     size = len(data)
     while pos < size:

@@ -1,0 +1,139 @@
+"""The table snapshot: the document table as of a clean close, so an open replays only the
+journal written after it.
+
+``gen-NNNNNNNN/table.snap`` is written (atomically) when a store closes cleanly, after its final
+checkpoint: every live entry's id, text record location (offset, length, crc), version key and
+revision, metadata JSON and embedding, plus the journal position it covers (``journal_end``, the
+sequence there, and a sha256 of the journal's last 4 KiB before it). It is an optimisation, never
+a source of truth: the journal stays complete, and an open ignores a snapshot that is missing,
+damaged, of another version, or that does not match the journal's bytes (then it replays the
+whole journal, as without one). Encoded with the store's codec (so encrypted with its key), bound
+to its file name. Layout (docs/PERSISTED-FORMAT.md §15)::
+
+    magic "HMSTSNP1" | u8 flags | 3 zero bytes | u64 stored length | u32 crc32 of stored | stored
+
+where ``stored`` is the codec's encoding of::
+
+    u32 header length | header JSON | ids | metadata | int64 columns | embedding mask | embeddings
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zlib
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..errors import HmsError
+from .codec import Codec
+
+FILE_NAME = "table.snap"
+MAGIC = b"HMSTSNP1"
+VERSION = 1
+TAIL_BYTES = 4096
+_PREFIX = struct.Struct("<8sB3xQI")
+COLUMNS = 5  # offset, length, crc, revision, key
+
+
+@attrs.frozen(kw_only=True)
+class TableSnapshot:
+    """A decoded snapshot: the columns of every entry and the state it was taken at."""
+
+    journal_end: int
+    sequence: int
+    tail_sha256: str
+    text_synced: int
+    zeroed_through: int
+    embedding_dim: int | None
+    ids: list[str]
+    metadata: list[str | None]
+    columns: np.ndarray  # (n, 5) int64
+    embeddings: list[np.ndarray | None]
+
+
+def journal_tail_digest(journal: bytes, end: int) -> str:
+    return hashlib.sha256(journal[max(0, end - TAIL_BYTES):end]).hexdigest()
+
+
+def encode(codec: Codec, label: bytes, *, journal_end: int, journal_tail: bytes, sequence: int,
+           text_synced: int,
+           zeroed_through: int, embedding_dim: int | None, ids: list[str],
+           metadata: list[str | None], columns: np.ndarray,
+           embeddings: list[np.ndarray | None]) -> bytes:
+    """The snapshot file's bytes; ``journal_tail`` is the journal's last ``TAIL_BYTES`` (or fewer)
+    bytes before ``journal_end``, the point the table reflects."""
+    # Ids never hold control characters (engine/values.py check_id) and compact metadata JSON
+    # escapes them, so a newline separates both; None metadata is an empty line.
+    ids_blob = "\n".join(ids).encode("utf-8")
+    meta_blob = "\n".join(m if m is not None else "" for m in metadata).encode("utf-8")
+    mask = np.asarray([e is not None for e in embeddings], dtype=np.uint8)
+    rows = [e for e in embeddings if e is not None]
+    matrix = (np.stack(rows).astype("<f4") if rows else np.zeros((0, 0), dtype="<f4"))
+    header = {
+        "version": VERSION, "count": len(ids), "journal_end": journal_end, "sequence": sequence,
+        "tail_sha256": hashlib.sha256(journal_tail).hexdigest(), "text_synced": text_synced,
+        "zeroed_through": zeroed_through, "embedding_dim": embedding_dim,
+        "ids_bytes": len(ids_blob), "metadata_bytes": len(meta_blob),
+        "embedding_rows": int(matrix.shape[0]), "embedding_width": int(matrix.shape[1]) if rows else 0,
+    }
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw = b"".join([struct.pack("<I", len(head)), head, ids_blob, meta_blob,
+                    np.ascontiguousarray(columns, dtype="<i8").tobytes(), mask.tobytes(),
+                    matrix.tobytes()])
+    flags, stored = codec.encode(raw, aad=label)
+    return _PREFIX.pack(MAGIC, flags, len(stored), zlib.crc32(stored) & 0xFFFFFFFF) + stored
+
+
+def decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapshot | None:
+    """The snapshot in ``data``, or None if it is damaged or of another version (never raises
+    for damage: the caller then replays the whole journal)."""
+    try:
+        return _decode(codec, label, data, where)
+    except (HmsError, ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapshot | None:
+    if len(data) < _PREFIX.size:
+        return None
+    magic, flags, length, crc = _PREFIX.unpack_from(data, 0)
+    stored = data[_PREFIX.size:]
+    if magic != MAGIC or len(stored) != length or zlib.crc32(stored) & 0xFFFFFFFF != crc:
+        return None
+    raw = codec.decode(flags, stored, aad=label, where=where, offset=0)
+    (head_len,) = struct.unpack_from("<I", raw, 0)
+    header: dict[str, Any] = json.loads(raw[4:4 + head_len])
+    if header.get("version") != VERSION:
+        return None
+    n = int(header["count"])
+    pos = 4 + head_len
+    ids_blob = raw[pos:pos + header["ids_bytes"]]
+    pos += header["ids_bytes"]
+    meta_blob = raw[pos:pos + header["metadata_bytes"]]
+    pos += header["metadata_bytes"]
+    ids = ids_blob.decode("utf-8").split("\n") if n else []
+    metas: list[str | None] = [m or None for m in meta_blob.decode("utf-8").split("\n")] if n else []
+    columns = np.frombuffer(raw, dtype="<i8", count=n * COLUMNS, offset=pos).reshape(n, COLUMNS)
+    pos += n * COLUMNS * 8
+    mask = np.frombuffer(raw, dtype=np.uint8, count=n, offset=pos)
+    pos += n
+    rows, width = int(header["embedding_rows"]), int(header["embedding_width"])
+    matrix = np.frombuffer(raw, dtype="<f4", count=rows * width, offset=pos).reshape(rows, width)
+    if len(ids) != n or len(metas) != n or int(mask.sum()) != rows or pos + rows * width * 4 != len(raw):
+        return None
+    embeddings: list[np.ndarray | None] = [None] * n
+    for row, at in enumerate(np.flatnonzero(mask).tolist()):
+        embeddings[at] = matrix[row].astype(np.float32)
+    return TableSnapshot(
+        journal_end=int(header["journal_end"]), sequence=int(header["sequence"]),
+        tail_sha256=str(header["tail_sha256"]), text_synced=int(header["text_synced"]),
+        zeroed_through=int(header["zeroed_through"]),
+        embedding_dim=None if header["embedding_dim"] is None else int(header["embedding_dim"]),
+        ids=ids, metadata=metas, columns=columns.astype(np.int64), embeddings=embeddings)
+
+
+__all__ = ["FILE_NAME", "TableSnapshot", "decode", "encode", "journal_tail_digest"]
