@@ -7,7 +7,13 @@ Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
      "historicalMultiplier": 1.0,
      "forgetting": {"maxAgeMs": {"episode": N, ...}, "expiredOlderThanMs": N},
      "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false},
-     "fileBase": null | "/an/absolute/directory"}
+     "fileBase": null | "/an/absolute/directory",
+     "semanticWeight": 0.3}
+
+``semanticWeight`` weighs the embedding channel against BM25 (weight 1) in recall's reciprocal
+rank fusion, when a query has an embedding (given, or made by the Memory's embedder). 0.3 is the
+weight tuned on LoCoMo's training conversations (bench/quality.py); at 1 the fusion was worse
+than BM25 alone on the held-out ones.
 
 ``fileBase`` is where file-backed memories' relative paths are resolved; when set, every file
 (relative, absolute or ``file://``) must also lie inside it, and the JSON contract (server, MCP)
@@ -66,6 +72,7 @@ class MemoryConfig:
     forgetting: Forgetting = Forgetting()
     consolidation: Consolidation = Consolidation()
     file_base: str | None = None
+    semantic_weight: float = 0.3
 
     @classmethod
     def from_json(cls, body: object) -> MemoryConfig:
@@ -84,6 +91,7 @@ class MemoryConfig:
             "consolidation": {"kind": self.consolidation.kind,
                               "removeSources": self.consolidation.remove_sources},
             "fileBase": self.file_base,
+            "semanticWeight": self.semantic_weight,
         }
 
 
@@ -110,7 +118,7 @@ def parse_config(body: object) -> MemoryConfig:
     if isinstance(body, MemoryConfig):
         return body
     top = _object(body, "config", {"supersession", "recency", "historicalMultiplier",
-                                   "forgetting", "consolidation", "fileBase"})
+                                   "forgetting", "consolidation", "fileBase", "semanticWeight"})
     supersession = top.get("supersession", "none")
     if supersession not in SUPERSESSION:
         raise InvalidRequest(f"config.supersession: expected one of {', '.join(SUPERSESSION)}, "
@@ -157,6 +165,11 @@ def parse_config(body: object) -> MemoryConfig:
     file_base = top.get("fileBase")
     if file_base is not None and (not isinstance(file_base, str) or not os.path.isabs(file_base)):
         raise InvalidRequest(f"config.fileBase: expected an absolute directory path, got {file_base!r}")
+    weight = top.get("semanticWeight", 0.3)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
+            or not 0 <= weight <= 10:
+        raise InvalidRequest(f"config.semanticWeight: expected a number in [0, 10], got {weight!r}")
     return MemoryConfig(supersession=supersession, recency=recency,
                         historical_multiplier=float(multiplier), forgetting=forgetting,
-                        consolidation=consolidation, file_base=file_base)
+                        consolidation=consolidation, file_base=file_base,
+                        semantic_weight=float(weight))

@@ -166,13 +166,14 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
     plain = (not check_kinds and plan.known_at is None and plan.history != "historical"
              and memory.config.recency.kind == "none" and not index.is_temporal(memory.slot_policy))
     if plain and allowed is None:
-        hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding)
+        hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding,
+                                                    semantic_weight=memory.config.semantic_weight)
         return [(h.id, h.score, "current", h) for h in hits]
     if allowed is not None and not allowed:
         return []
     hits = await memory.engine.search_documents(
         query, k=plan.k if plain else min(plan.limit, MAX_CANDIDATES), embedding=embedding,
-        ids=allowed)
+        ids=allowed, semantic_weight=memory.config.semantic_weight)
     ranked = []
     for position, h in enumerate(hits):
         if not index.visible(h.id, plan.known_at):
@@ -200,7 +201,7 @@ def _explanation(memory: Memory, query: str, plan: _Plan, doc_id: str, hit: Any,
         lexical=None if hit is None else hit.lexical,
         semantic=None if hit is None else hit.semantic,
         fusion="rrf" if fused else "bm25",
-        weights={"lexical": 1.0, "semantic": 1.0} if fused else {"lexical": 1.0},
+        weights={"lexical": 1.0, "semantic": memory.config.semantic_weight} if fused else {"lexical": 1.0},
         matched_terms=tuple(sorted(terms & set(memory.engine.analyze(text)))),
         recency_multiplier=recency, historical_multiplier=historical, status=status,
         evaluated_at=plan.t, valid_from=s.valid_from, valid_to=s.valid_to, rank=rank,
@@ -226,7 +227,8 @@ async def explain(memory: Memory, query: str, doc_id: str, **options: Any) -> Ex
             return _explanation(memory, query, plan, doc_id, hit, status, rank, score, fact.text)
     # Not among the results: score it alone, with the same search and multipliers.
     status = memory.index.status(doc_id, plan.t, plan.known_at, memory.slot_policy)
-    hits = await memory.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id])
+    hits = await memory.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id],
+                                                semantic_weight=memory.config.semantic_weight)
     hit = hits[0] if hits else None
     alone: float | None = None
     if hit is not None:
