@@ -4,13 +4,12 @@ snapshot, restore and get; --json output, exit codes, progress only on a termina
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ptyrun import run_on_pty
 
 from hmsengine.cli import main
 
@@ -99,30 +98,11 @@ def test_export_import_snapshot_restore(tmp_path: Path, capsys: pytest.CaptureFi
     assert "bad.jsonl:1: text: required" in capsys.readouterr().err
 
 
-def _run_on_pty(argv: list[str]) -> tuple[int, bytes]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "hmsengine.cli", *argv], stdin=slave,
-                            stdout=slave, stderr=slave, close_fds=True,
-                            env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    return proc.wait(timeout=120), b"".join(chunks)
-
-
 def test_import_progress_on_a_terminal_only(tmp_path: Path) -> None:
     lines = [json.dumps({"type": "fact", "id": f"f{i}", "text": f"fact number {i}", "ingestTime": i})
              for i in range(5000)]
     (tmp_path / "many.jsonl").write_text("\n".join(lines) + "\n")
-    code, output = _run_on_pty(["import", str(tmp_path / "many.jsonl"), "--store", str(tmp_path / "t")])
+    code, output = run_on_pty(["import", str(tmp_path / "many.jsonl"), "--store", str(tmp_path / "t")])
     assert code == 0, output
     assert b"importing" in output and b"imported 5000" in output
     piped = subprocess.run([sys.executable, "-m", "hmsengine.cli", "import", str(tmp_path / "many.jsonl"),

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
 import sys
 
 import pytest
+from ptyrun import run_on_pty
 
 from hmsengine.cli import main
 
@@ -138,34 +138,15 @@ def test_load_json(tmp_path, capsys):
     assert main(["load", str(tmp_path / "nothing*.md"), "--store", store]) == 2
 
 
-def _run_on_pty(argv: list[str]) -> tuple[int, bytes]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "hmsengine.cli", *argv], stdin=slave,
-                            stdout=slave, stderr=slave, close_fds=True,
-                            env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO once the child closed its side
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=60), b"".join(chunks)
-
-
 def test_load_100_files_progress_bar_on_pty_only(tmp_path):
     """On a pseudo-terminal `hms load` draws a progress bar; with --json (still on the pty) or
     with stdout a pipe, it prints only its result."""
     docs = _markdown_files(tmp_path)
-    rc, out = _run_on_pty(["load", str(docs / "*.md"), "--store", str(tmp_path / "a")])
+    rc, out = run_on_pty(["load", str(docs / "*.md"), "--store", str(tmp_path / "a")])
     assert rc == 0, out
     assert b"loading" in out and b"100%" in out and "━".encode() in out
     assert b"loaded 100 document(s)" in out
-    rc, out = _run_on_pty(["load", str(docs / "*.md"), "--json", "--store", str(tmp_path / "b")])
+    rc, out = run_on_pty(["load", str(docs / "*.md"), "--json", "--store", str(tmp_path / "b")])
     assert rc == 0, out
     assert b"loading" not in out and b"\x1b[" not in out
     assert len(json.loads(out)["documents"]) == 100
