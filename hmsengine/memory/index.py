@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from ..engine.values import Change, is_tombstone_json
 from .stamp import STAMP_KEY, Stamp, parse_compact, plain_stamp, stamp_of
 
-LOAD_CHUNK = 50_000
-
 
 class MemoryIndex:
     def __init__(self) -> None:
@@ -48,7 +46,7 @@ class MemoryIndex:
     # -- maintenance ---------------------------------------------------------------------------
 
     def load(self, items: Iterable[tuple[str, str | None]], revision: int) -> None:
-        """Index every document of a scan (at open: one parse of all stamped metadata)."""
+        """Index every document of a scan (at open), the cyclic collector paused meanwhile."""
         plain: list[str] = []
         stamped: list[tuple[str, str]] = []
         for doc_id, metadata_json in items:
@@ -62,12 +60,10 @@ class MemoryIndex:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for start in range(0, len(stamped), LOAD_CHUNK):
-                chunk = stamped[start:start + LOAD_CHUNK]
-                # One json.loads over many objects costs less than one call per fact.
-                parsed = json.loads("[" + ",".join(m for _, m in chunk) + "]")
-                for (doc_id, _), metadata in zip(chunk, parsed, strict=True):
-                    self._add(doc_id, parse_compact(metadata.get(STAMP_KEY)) or plain_stamp())
+            # One parse per fact: each parsed dict is freed before the next (parsing many at
+            # once was a little faster but left ~70 MB of freed arenas resident at 100k facts).
+            for doc_id, metadata_json in stamped:
+                self._add(doc_id, parse_compact(json.loads(metadata_json).get(STAMP_KEY)) or plain_stamp())
             for doc_id in plain:
                 self._add(doc_id, plain_stamp())
         finally:
