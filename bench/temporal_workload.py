@@ -28,9 +28,11 @@ correction (same begin, ingested later) replaces the corrected fact's value and 
 once known, an expiry is never papered over by an older value, and K hides both the facts
 learned after it and their effects.
 
-Why two facts or more per subject: hmsengine treats a fact alone in its slot as a plain fact,
-valid before its event_time or ingest time too (the fast path of recall), which this model
-does not; bench/temporal.py's replay check shows where that leaks into ``known_at``.
+A fact alone in its slot (the only fact of its subject known at K) is a plain fact: without a
+valid_from nothing bounds its start, so it holds at any t before its expiry (API.md: no window
+and no link means recall is plain search). Every subject has two facts or more, so this rule
+only shows in "what did we believe at K" when K saw one of them; it is what the store answered
+at that moment (bench/temporal.py's replay check asks it live).
 """
 
 from __future__ import annotations
@@ -164,6 +166,10 @@ def out_of_order(e: Event, same_subject: Iterable[Event]) -> bool:
 
 def truth(events: Sequence[Event], t: int, known_at: int | None) -> str | None:
     """The value of one subject (its ``events``) at valid time ``t`` as known at ``known_at``."""
+    known = [e for e in events if known_at is None or e.ingest_time <= known_at]
+    if len(known) == 1 and known[0].valid_from is None:  # a lone fact: plain, unbounded start
+        lone = known[0]
+        return None if lone.valid_to is not None and lone.valid_to <= t else lone.value
     begun = [e for e in events
              if e.begin <= t and (known_at is None or e.ingest_time <= known_at)]
     if not begun:
