@@ -154,7 +154,7 @@ async def snapshot(engine: Engine, path: object, *, format: str = "hmsengine-v2"
 
 def _write_hotmem(target: Path, records: list[dict[str, Any]], attachments: bool,
                   created_at: int) -> dict[str, Any]:
-    from .hotmem import write_hotmem_snapshot
+    from .hotmem_write import write_hotmem_snapshot
 
     facts = [r if r["type"] == "fact" else _as_fact(r) for r in records if r["type"] != "tombstone"]
     blobs = _attachments(facts)[0] if attachments else None

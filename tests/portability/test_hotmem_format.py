@@ -24,8 +24,8 @@ from hmsengine.portability.hotmem import (
     HOTMEM_FORMAT,
     is_hotmem_snapshot,
     read_hotmem_snapshot,
-    write_hotmem_snapshot,
 )
+from hmsengine.portability.hotmem_write import write_hotmem_snapshot
 
 CONTENT = b"ledger,2024\nrevenue,42\nexpenses,17\n"
 RANGE = CONTENT[:12]
