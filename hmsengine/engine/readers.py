@@ -27,7 +27,11 @@ from .values import Hit, check_embedding, check_id, check_metadata
 
 MAX_K = 1000
 MAX_QUERY_BYTES = 64 * 1024
-# Above this many postings/vector entries a query goes to a worker thread (~0.5 ms of kernel work).
+# Above this much estimated work (``executor.prepare``: postings the lexical kernels are expected
+# to read, vector entries, n-gram postings) a query goes to a worker thread. Calibrated on the
+# 200k-document Zipf benchmark (bench/search.py) on a shared 2-core VM: queries estimated under
+# it ran in at most ~0.7 ms inline (p99 ~0.55 ms), about 80% of those queries; a thread round
+# trip costs 0.1-0.45 ms, as much as a whole small query (PERF-NOTES.md).
 INLINE_WORK = 60_000
 SEMANTIC_MODES = (None, "ngram")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")

@@ -38,6 +38,11 @@ _TOKEN_RE = re.compile(r"[^\W_]+")
 # marker count and the batch falls back to one findall per text.
 _SEP = "\x00"
 _BATCH_RE = re.compile(r"[^\W_]+|\x00")
+# ASCII-only text (checked in O(1) per string by CPython): NFKC is the identity, casefold is
+# lower(), and after it ``[^\W_]`` matches exactly ``[0-9a-z]``, which an ASCII pattern scans
+# ~2x faster. Same tokens, so the same index.
+_ASCII_TOKEN_RE = re.compile(r"[0-9a-z]+", re.ASCII)
+_ASCII_BATCH_RE = re.compile(r"[0-9a-z]+|\x00", re.ASCII)
 # Bound on the token -> term cache; past it the cache starts over (a corpus of random strings
 # must not grow memory without limit). About 100 MB of small strings at most.
 _CACHE_MAX = 1 << 20
@@ -116,7 +121,10 @@ class Analyzer:
 
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text`` in order, repeats kept (empty text -> [])."""
-        tokens = _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).casefold())
+        if text.isascii():
+            tokens = _ASCII_TOKEN_RE.findall(text.lower())
+        else:
+            tokens = _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).casefold())
         if not self.stem and not self.stop_words:
             return tokens
         terms = self._terms_of(set(tokens))
@@ -139,8 +147,11 @@ class Analyzer:
         ``kernels.bm25.build_postings(term_ids_flat, doc_starts, len(vocab))``.
         """
         n = len(texts)
-        big = unicodedata.normalize("NFKC", _SEP.join(texts)).casefold()
-        flat: list[str] = _BATCH_RE.findall(big)
+        big = _SEP.join(texts)
+        if big.isascii():
+            flat: list[str] = _ASCII_BATCH_RE.findall(big.lower())
+        else:
+            flat = _BATCH_RE.findall(unicodedata.normalize("NFKC", big).casefold())
         del big
         tokens = set(flat)
         if _SEP in tokens:
@@ -161,7 +172,8 @@ class Analyzer:
         vget = vocab.get
         lut = {raw: vget(term, -1) if term else -1 for raw, term in terms.items()}
         lut[_SEP] = -2
-        ids = np.fromiter(map(lut.__getitem__, flat), dtype=np.int32, count=len(flat))
+        # A list first, then one conversion: ~1.5x faster than np.fromiter over the map.
+        ids = np.array(list(map(lut.__getitem__, flat)), dtype=np.int32)
         del flat
         # Token i belongs to the document numbered by the count of separators before it.
         sep = ids == -2

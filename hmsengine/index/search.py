@@ -15,7 +15,6 @@ rank counted from 1; ``score = sum(weight / (RRF_K + rank))``.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -25,8 +24,6 @@ import attrs
 import numpy as np
 
 from ..kernels.bm25 import (
-    K1_PLUS_1,
-    bm25_accumulate,
     bm25_idf,
     bm25_score_docs,
     new_scratch,
@@ -34,8 +31,8 @@ from ..kernels.bm25 import (
     sparse_score_docs,
 )
 from ..kernels.cosine import cosine_topk
-from ..kernels.pruning import bm25_add_touched, kth_best
-from ..kernels.topk import merge_topk, topk_touched
+from ..kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
+from ..kernels.topk import merge_topk, topk_finish, topk_touched
 from .snapshot import SegmentView, Snapshot
 
 RRF_K = 60
@@ -89,35 +86,83 @@ class Prepared:
     work: int
 
 
-def prepare(snap: Snapshot, q: Query) -> Prepared:
-    terms = [t for t, _ in q.terms]
-    df = [0] * len(terms)
-    local_terms = []
-    work = 0
+# Per-snapshot memo of query terms (local ids per view, live df, postings, idf): repeated terms
+# skip a dictionary lookup and numpy scalar reads per view. Cleared when it grows past this.
+TERM_MEMO_SIZE = 4096
+
+
+def _term_info(snap: Snapshot, term: str) -> tuple[tuple[int, ...], int, float]:
+    """(local id per view or -1, postings over all views, global idf) of one term."""
+    ids = []
+    df = postings = 0
     for view in snap.views:
         seg = view.segment
-        get = seg.vocab.get
-        ids = [get(t, -1) for t in terms]
-        offsets = seg.terms.offsets
-        view_df = view.df
-        for j, local in enumerate(ids):
-            if local >= 0:
-                work += int(offsets[local + 1] - offsets[local])
-                df[j] += int(view_df[local])
-        local_terms.append(np.asarray(ids, dtype=np.int32))
-        if q.ngram is not None:
-            built = seg.ngrams_if_built
-            # Not built yet: the first n-gram query reads and hashes the texts, so it is large.
-            work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None else 10 ** 9
-        if q.embedding is not None and seg.embeddings is not None:
-            work += seg.embeddings.size
+        local = seg.vocab.get(term, -1)
+        ids.append(local)
+        if local >= 0:
+            offsets = seg.terms.offsets
+            postings += int(offsets[local + 1] - offsets[local])
+            df += int(view.df[local])
+    # Through the array form of bm25_idf, as for a whole query: the same bits either way.
+    idf = float(bm25_idf(np.asarray([df], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
+    return tuple(ids), postings, idf
+
+
+# MaxScore reads the postings of the terms that are not needed to fill the top k only in part
+# (binary searches, or one pass over candidates that are soon few): counted at this fraction.
+PARTIAL_READ = 8
+
+
+def _lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
+    """The postings the lexical kernels are expected to read (kernels/pruning.py): those of the
+    highest-weight terms, down to the first that brings at least ``fill`` postings, in full;
+    the rest in part. On the 200k Zipf benchmark, time per query tracked this far better than
+    the total (all-common-term queries read all; one rare term makes the rest cheap)."""
+    total = sum(postings)
+    prefix = 0
+    for _, n in sorted(zip(weights, postings, strict=True), key=lambda wn: -wn[0]):
+        prefix += n
+        if prefix >= fill:
+            break
+    return prefix + (total - prefix) // PARTIAL_READ
+
+
+def prepare(snap: Snapshot, q: Query) -> Prepared:
+    memo = snap.memo("terms")
+    rows = []
+    idf_times_m = []
+    postings = []
+    for term, m in q.terms:
+        info = memo.get(term)
+        if info is None:
+            if len(memo) >= TERM_MEMO_SIZE:
+                memo.clear()
+            info = memo[term] = _term_info(snap, term)
+        rows.append(info[0])
+        postings.append(info[1])
+        idf_times_m.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
+    views = snap.views
+    fused = q.embedding is not None or q.ngram is not None
+    depth = max(q.k, FUSION_DEPTH) if fused else q.k  # as in run()
+    work = _lexical_work(postings, idf_times_m, depth * len(views))
+    if rows:
+        local_terms = list(np.array(rows, dtype=np.int32).T.copy())
+    else:
+        local_terms = [np.empty(0, dtype=np.int32) for _ in views]
+    if q.ngram is not None or q.embedding is not None:
+        for view in views:
+            seg = view.segment
+            if q.ngram is not None:
+                built = seg.ngrams_if_built
+                # Not built yet: the first n-gram query reads and hashes the texts: large.
+                work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None \
+                    else 10 ** 9
+            if q.embedding is not None and seg.embeddings is not None:
+                work += seg.embeddings.size
     if q.candidates is not None:
         # The filtered path scores only the candidates (a binary search per term and document).
-        work = sum(int(c.size) for c in q.candidates.values()) * max(len(terms), 1) * 16
-    weights = None
-    if terms:
-        idf = np.asarray(bm25_idf(np.asarray(df, dtype=np.int64), snap.n_live), dtype=np.float64)
-        weights = idf * np.asarray([m for _, m in q.terms], dtype=np.float64)
+        work = sum(int(c.size) for c in q.candidates.values()) * max(len(rows), 1) * 16
+    weights = np.asarray(idf_times_m, dtype=np.float64) if rows else None
     return Prepared(local_terms=local_terms, weights=weights, work=work)
 
 
@@ -128,75 +173,61 @@ def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
 
 
 def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    parts = []
+    """The top ``depth`` by BM25 over every view: one kernel call per view into one buffer.
+
+    The largest segment goes first: once the buffer is full its worst score bounds the final
+    k-th best from below, so the other segments' MaxScore pruning starts from that bar
+    (kernels/pruning.py: ``bm25_segment_topk``); the result is the same in any order.
+    """
     avgdl = snap.avgdl
     weights = p.weights
     assert weights is not None  # only called when the query has terms
-    for i, view in enumerate(snap.views):
+    views = snap.views
+    if q.candidates is not None:
+        return _lexical_candidates(snap, q, p, depth)
+    top_s = np.empty(depth, dtype=np.float64)
+    top_d = np.empty(depth, dtype=np.int64)
+    top_n = np.zeros(1, dtype=np.int64)
+    allowed_by_view = q.allowed
+    local_terms = p.local_terms
+    for i in snap.views_by_size():
+        view = views[i]
         seg = view.segment
-        ids = p.local_terms[i]
-        if not (ids >= 0).any():
-            continue
-        norms = view.norms(avgdl)
-        if q.candidates is not None:
-            docs = q.candidates.get(i)
-            if docs is None or docs.size == 0:
+        if allowed_by_view is not None:
+            allowed = allowed_by_view.get(i)
+            if allowed is None:
                 continue
-            scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
-                                     norms, ids, weights, docs)
-            matched = scores > 0.0  # every BM25 match scores > 0 (idf > 0, tf > 0)
-            parts.append((scores[matched], seg.docnums[docs[matched]]))
+            check = True
+        else:
+            allowed = view.live
+            check = view.n_live < view.live.shape[0]
+        acc, seen, touched = _scratch(view.live.shape[0])
+        t = seg.terms
+        bm25_segment_topk(t.offsets, t.doc_ids, t.values, view.norms(avgdl), local_terms[i],
+                          weights, allowed, check, seg.docnums, top_s, top_d, top_n, acc, seen,
+                          touched, PRUNE_MIN_POSTINGS, DENSE_RATIO)
+    n = int(top_n[0])
+    topk_finish(top_s, top_d, n)
+    return top_s[:n], top_d[:n]
+
+
+def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared,
+                        depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The filtered path: each view's small candidate set scored document by document."""
+    assert q.candidates is not None and p.weights is not None
+    parts = []
+    avgdl = snap.avgdl
+    for i, view in enumerate(snap.views):
+        docs = q.candidates.get(i)
+        if docs is None or docs.size == 0:
             continue
-        parts.append(_segment_lexical(seg, norms, ids, weights, _allowed(view, q, i), depth))
+        seg = view.segment
+        t = seg.terms
+        scores = bm25_score_docs(t.offsets, t.doc_ids, t.values, view.norms(avgdl),
+                                 p.local_terms[i], p.weights, docs)
+        matched = scores > 0.0  # every BM25 match scores > 0 (idf > 0, tf > 0)
+        parts.append((scores[matched], seg.docnums[docs[matched]]))
     return merge_topk(parts, depth)
-
-
-# Below this many postings in a segment the pruning bookkeeping costs more than it saves.
-PRUNE_MIN_POSTINGS = 40_000
-
-
-def _segment_lexical(seg: Any, norms: np.ndarray, ids: np.ndarray, weights: np.ndarray,
-                     allowed: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """One segment's top ``depth`` by BM25, with MaxScore pruning (kernels/pruning.py) when
-    the segment's postings for the query are many.
-
-    Terms run from the largest upper bound (idf x multiplicity x (k1 + 1)) down; once the
-    remaining terms' bounds cannot lift an untouched document above the current k-th best
-    partial score, they are only added to touched documents. The best candidates (with a
-    margin) are then re-scored in the canonical term order: bit-identical to no pruning.
-    """
-    t = seg.terms
-    acc, seen, touched = _scratch(seg.n_docs)
-    valid = [j for j in range(len(ids)) if ids[j] >= 0]
-    postings = sum(int(t.offsets[ids[j] + 1] - t.offsets[ids[j]]) for j in valid)
-    if len(valid) < 2 or postings < PRUNE_MIN_POSTINGS:
-        n = bm25_accumulate(t.offsets, t.doc_ids, t.values, norms, ids, weights, allowed,
-                            acc, seen, touched, 0)
-        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
-        return scores, seg.docnums[local]
-    bounds = {j: float(weights[j]) * K1_PLUS_1 for j in valid}
-    order = sorted(valid, key=lambda j: (-bounds[j], j))
-    remaining = [0.0] * (len(order) + 1)
-    for pos in range(len(order) - 1, -1, -1):
-        remaining[pos] = remaining[pos + 1] + bounds[order[pos]]
-    n = 0
-    theta = -math.inf
-    for pos, j in enumerate(order):
-        if n >= depth and remaining[pos] < theta:
-            for rest in order[pos:]:
-                bm25_add_touched(t.offsets, t.doc_ids, t.values, norms, int(ids[rest]),
-                                 float(weights[rest]), acc, seen, touched, n)
-            break
-        n = bm25_accumulate(t.offsets, t.doc_ids, t.values, norms, ids[j:j + 1], weights[j:j + 1],
-                            allowed, acc, seen, touched, n)
-        if pos + 1 < len(order):
-            theta = kth_best(acc, touched, n, depth)
-    _, found = topk_touched(acc, seen, touched, n, 2 * depth + 8, 0)
-    picked: Any = found.astype(np.int32)
-    exact = bm25_score_docs(t.offsets, t.doc_ids, t.values, norms, ids, weights, picked)
-    docnums = seg.docnums[picked]
-    best = np.lexsort((docnums, -exact))[:depth]
-    return exact[best], docnums[best]
 
 
 def _matched(postings: object, ids: np.ndarray, docs: np.ndarray) -> np.ndarray:

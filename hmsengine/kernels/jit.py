@@ -84,9 +84,17 @@ def warm_up() -> None:
         n = bm25.bm25_accumulate(
             off, ids, vals, norms, term_ids[:1], weights[:1], allowed, acc, seen, touched, 0
         )
-        pruning.kth_best(acc, touched, n, 1)
-        pruning.bm25_add_touched(off, ids, vals, norms, 1, 0.5, acc, seen, touched, n)
         topk.topk_touched(acc, seen, touched, n, 2, 0)
+        docnums = np.arange(n_docs, dtype=np.int64)
+        for check in (False, True):
+            for depth in (1, 2 * topk.INSERTION_MAX):  # insertion and heap buffers
+                top_s = np.empty(depth, dtype=np.float64)
+                top_d = np.empty(depth, dtype=np.int64)
+                top_n = np.zeros(1, dtype=np.int64)
+                pruning.bm25_segment_topk(off, ids, vals, norms, term_ids, weights, allowed, check,
+                                          docnums, top_s, top_d, top_n, acc, seen, touched,
+                                          pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
+                topk.topk_finish(top_s, top_d, int(top_n[0]))
     bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
     indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
     ngram.csr_transpose(indptr, indices, values, 64)

@@ -1,13 +1,26 @@
-"""MaxScore helpers: finish a query's common terms on already-touched documents only.
+"""One segment's BM25 top k for a query, reading as few postings as the query allows.
 
-Term-at-a-time scoring visits every posting of every query term; a very common term (low idf)
-has the most postings and the smallest contributions. MaxScore processes terms from the
-largest upper bound down; once the upper bounds of the remaining terms cannot lift a document
-that no term has touched yet above the current k-th best partial score, those remaining terms
-are only added to the touched documents (``bm25_add_touched``), never to new ones.
+``bm25_segment_topk`` is what the engine calls, once per segment, into one top-k buffer shared
+by the segments of a query. It picks a path by the query's postings in the segment:
 
-The caller then re-scores the surviving candidates with ``bm25_score_docs`` in the canonical
-term order, so scores stay bit-for-bit those of the unpruned path.
+* one term: the postings go straight into a top-k buffer (``topk.bm25_term_topk``);
+* the highest-weight terms that can fill the top k already bring much of the postings (only
+  common terms): every posting into the dense accumulator, then one scan (``bm25_dense_topk``);
+* few postings: plain term-at-a-time accumulation (``bm25.bm25_accumulate``);
+* otherwise MaxScore (``bm25_maxscore``). Terms run from the largest upper bound down (rarest
+  first). The bar ``theta`` is a lower bound on the final k-th best score: the worst score of
+  the full shared buffer (other segments), a term's own k-th best contribution (``term_kth``:
+  scores only grow as terms are added), or the k-th best partial sum. A document not touched yet
+  is touched only if its contribution plus the bounds of the remaining terms can reach the bar;
+  once those bounds alone cannot, the remaining terms are added only to the candidates that can
+  still reach it (binary search when they are few, else one pass), which shrink term by term.
+
+Partial sums in MaxScore add the terms in bound order, not in the canonical order, so they may
+differ from the exact scores in the last bits: every comparison with the bar keeps a relative
+tolerance (``TOLERANCE``), so a document whose exact score ties the bar is never dropped. The
+candidates are re-scored with ``bm25.bm25_score_docs`` in the canonical term order; every other
+path sums in the canonical order. So every path gives the scores of ``bm25_accumulate``, bit for
+bit, and the same ranking (score descending, then document number ascending).
 """
 
 from __future__ import annotations
@@ -15,54 +28,432 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.bm25 import K1_PLUS_1, _find
+from hmsengine.kernels.bm25 import K1_PLUS_1, _find, bm25_accumulate, bm25_score_docs
 from hmsengine.kernels.jit import jit
+from hmsengine.kernels.topk import (
+    bm25_term_topk,
+    ranks_before,
+    topk_finish,
+    topk_offer,
+    topk_touched,
+    worst_index,
+)
+
+#: Relative slack on every bar comparison: far above the rounding of a sum of a few terms
+#: (~1e-16 relative), far below any real score difference that matters.
+TOLERANCE = 1e-9
+# Binary search per candidate when the candidates are fewer than postings / this.
+_SEARCH_RATIO = 24
+# Documents per block of the dense scan (bm25_dense_topk).
+_SCAN_BLOCK = 64
 
 
 @jit
-def bm25_add_touched(
+def kth_largest(acc: npt.NDArray[np.float64], docs: npt.NDArray[np.int32], n: int, k: int,
+                buf: npt.NDArray[np.float64]) -> float:
+    """The k-th largest ``acc[docs[i]]`` for ``i < n`` (-inf when ``n < k`` or ``k <= 0``).
+
+    ``buf`` is caller scratch of at least ``k`` float64 entries (overwritten). One pass with a
+    sorted buffer of the k best; most values fail the bar check at once. Allocates nothing.
+    """
+    if k <= 0 or n < k:
+        return -np.inf
+    count = 0
+    for i in range(n):
+        v = acc[docs[i]]
+        if count == k:
+            if v <= buf[k - 1]:
+                continue
+            pos = k - 1
+        else:
+            pos = count
+            count += 1
+        while pos > 0 and buf[pos - 1] < v:
+            buf[pos] = buf[pos - 1]
+            pos -= 1
+        buf[pos] = v
+    return float(buf[k - 1])
+
+
+@jit
+def term_kth(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+             tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int, w: float,
+             allowed: npt.NDArray[np.uint8], check_allowed: bool, k: int,
+             buf: npt.NDArray[np.float64]) -> float:
+    """The k-th largest contribution of term ``t`` (weight ``w``) among the allowed documents;
+    -inf when fewer than ``k``. Scores only grow as terms are added, so this is a lower bound on
+    the k-th best score of any query containing the term. ``buf``: scratch of >= k float64."""
+    if k <= 0:
+        return -np.inf
+    count = 0
+    for p in range(offsets[t], offsets[t + 1]):
+        d = doc_ids[p]
+        if check_allowed and allowed[d] == 0:
+            continue
+        tf = np.float64(tfs[p])
+        v = w * tf * K1_PLUS_1 / (tf + norms[d])
+        if count == k:
+            if v <= buf[k - 1]:
+                continue
+            pos = k - 1
+        else:
+            pos = count
+            count += 1
+        while pos > 0 and buf[pos - 1] < v:
+            buf[pos] = buf[pos - 1]
+            pos -= 1
+        buf[pos] = v
+    return float(buf[k - 1]) if count == k else -np.inf
+
+
+@jit
+def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                     tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int,
+                     w: float, allowed: npt.NDArray[np.uint8], check_allowed: bool, lim: float,
+                     acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
+                     touched: npt.NDArray[np.int32], n_touched: int) -> int:
+    # bm25_accumulate for one term, except that a document not touched yet is left out when its
+    # contribution is below ``lim`` (it cannot reach the bar: the caller's proof). The same
+    # float64 arithmetic; a new document's acc goes from 0.0 to exactly its contribution.
+    for p in range(offsets[t], offsets[t + 1]):
+        d = doc_ids[p]
+        if check_allowed and allowed[d] == 0:
+            continue
+        tf = np.float64(tfs[p])
+        c = w * tf * K1_PLUS_1 / (tf + norms[d])
+        if seen[d] == 0:
+            if c < lim:
+                continue
+            seen[d] = 1
+            touched[n_touched] = d
+            n_touched += 1
+        acc[d] += c
+    return n_touched
+
+
+@jit
+def bm25_maxscore(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
     norms: npt.NDArray[np.float64],
-    term: int,
-    weight: float,
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    bounds: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    check_allowed: bool,
+    theta0: float,
+    depth: int,
+    pick: int,
     acc: npt.NDArray[np.float64],
     seen: npt.NDArray[np.uint8],
     touched: npt.NDArray[np.int32],
-    n_touched: int,
-) -> None:
-    """Add term ``term``'s contribution to the touched documents that contain it, and to no
-    other. Binary search per touched document when they are few relative to the postings, one
-    pass over the postings otherwise; the same arithmetic as ``bm25_accumulate``."""
-    if term < 0 or term >= offsets.shape[0] - 1:
-        return
-    lo = offsets[term]
-    hi = offsets[term + 1]
-    if hi <= lo:
-        return
-    if n_touched * 24 < hi - lo:
-        for i in range(n_touched):
-            d = touched[i]
-            p = _find(doc_ids, lo, hi, d)
-            if p >= 0:
-                tf = np.float64(tfs[p])
-                acc[d] += weight * tf * K1_PLUS_1 / (tf + norms[d])
-    else:
-        for p in range(lo, hi):
-            d = doc_ids[p]
-            if seen[d] != 0:
-                tf = np.float64(tfs[p])
-                acc[d] += weight * tf * K1_PLUS_1 / (tf + norms[d])
+) -> npt.NDArray[np.int32]:
+    """Local documents that may rank in the segment's top ``depth`` with score >= ``theta0``.
+
+    ``term_ids`` (valid ids in ``[0, n_terms)``, distinct), ``term_weights`` and ``bounds`` are in
+    processing order, bounds descending; ``bounds[i]`` must be >= every contribution of term
+    ``i`` (``term_weights[i] * K1_PLUS_1`` is). ``theta0`` is a lower bound on the final k-th
+    best score (``-inf`` when unknown): a document scoring below it is not wanted. ``allowed``
+    is read only when ``check_allowed``. Scratch ``acc``, ``seen``, ``touched`` as in
+    ``bm25_accumulate`` (zero on entry; cleaned again on return).
+
+    Returns up to ``pick`` (>= ``depth``) local documents: the best by partial sum (score
+    descending, document ascending) among those that can still reach the bar. Every document of
+    the exact top ``depth`` scoring >= ``theta0`` is among them whenever ``pick`` covers the
+    rounding near-ties (the caller uses ``2 * depth + 8`` and re-scores exactly). Allocates
+    O(touched) at most.
+    """
+    nq = term_ids.shape[0]
+    remaining = np.zeros(nq + 1, dtype=np.float64)
+    for i in range(nq - 1, -1, -1):
+        remaining[i] = remaining[i + 1] + bounds[i]
+    tol = TOLERANCE * (1.0 + remaining[0])
+    buf = np.empty(max(depth, 1), dtype=np.float64)
+    theta = theta0
+    n = 0
+    pos = 0
+    done = 0.0  # sum of the bounds of the terms accumulated: no partial sum exceeds it
+    while pos < nq:
+        if remaining[pos] < theta - tol:
+            break  # an untouched document cannot reach the bar any more
+        t = term_ids[pos]
+        if theta == -np.inf and offsets[t + 1] - offsets[t] >= depth:
+            # No bar yet: this term's own k-th best contribution is one (a cheap pass that
+            # spares touching every document of a common term).
+            theta = term_kth(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
+                             check_allowed, depth, buf)
+        # A document first reached here is only worth touching if it can still reach the bar.
+        n = _accumulate_term(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
+                             check_allowed, theta - tol - remaining[pos + 1], acc, seen,
+                             touched, n)
+        done += bounds[pos]
+        pos += 1
+        # The k-th best partial sum can only stop the loop when it may exceed what remains.
+        if pos < nq and n >= depth and done + tol >= remaining[pos]:
+            kth = kth_largest(acc, touched, n, depth, buf)
+            if kth > theta:
+                theta = kth
+    # The documents that can still reach the bar, marked seen = 2.
+    cand = np.empty(n, dtype=np.int32)
+    nc = 0
+    lim = theta - tol - remaining[pos]
+    for i in range(n):
+        d = touched[i]
+        if acc[d] >= lim:
+            cand[nc] = d
+            nc += 1
+            seen[d] = 2
+    while pos < nq:
+        t = term_ids[pos]
+        w = term_weights[pos]
+        lo = offsets[t]
+        hi = offsets[t + 1]
+        if nc * _SEARCH_RATIO < hi - lo:
+            for i in range(nc):
+                d = cand[i]
+                p = _find(doc_ids, lo, hi, d)
+                if p >= 0:
+                    tf = np.float64(tfs[p])
+                    acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+        else:
+            for p in range(lo, hi):
+                d = doc_ids[p]
+                if seen[d] == 2:
+                    tf = np.float64(tfs[p])
+                    acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+        pos += 1
+        if pos < nq:
+            kth = kth_largest(acc, cand, nc, depth, buf)
+            if kth > theta:
+                theta = kth
+            lim = theta - tol - remaining[pos]
+            kept = 0
+            for i in range(nc):
+                d = cand[i]
+                if acc[d] >= lim:
+                    cand[kept] = d
+                    kept += 1
+                else:
+                    seen[d] = 1
+            nc = kept
+    # The best ``pick`` candidates by partial sum, then clean the scratch.
+    m = min(pick, nc)
+    scores = np.empty(m, dtype=np.float64)
+    docs = np.empty(m, dtype=np.int64)
+    count = 0
+    if m > 0:
+        worst = worst_index(m)
+        bar_s = 0.0
+        bar_d = np.int64(0)
+        for i in range(nc):
+            d = cand[i]
+            s = acc[d]
+            g = np.int64(d)
+            if count == m and not ranks_before(s, g, bar_s, bar_d):
+                continue
+            count = topk_offer(scores, docs, count, s, g)
+            if count == m:
+                bar_s = scores[worst]
+                bar_d = docs[worst]
+        topk_finish(scores, docs, count)
+    for i in range(n):
+        d = touched[i]
+        acc[d] = 0.0
+        seen[d] = 0
+    out = np.empty(count, dtype=np.int32)
+    for i in range(count):
+        out[i] = np.int32(docs[i])
+    return out
 
 
 @jit
-def kth_best(acc: npt.NDArray[np.float64], touched: npt.NDArray[np.int32], n_touched: int,
-             k: int) -> float:
-    """The k-th largest ``acc`` among the touched documents (-inf when fewer than k)."""
-    if k <= 0 or n_touched < k:
-        return -np.inf
-    values = np.empty(n_touched, dtype=np.float64)
-    for i in range(n_touched):
-        values[i] = acc[touched[i]]
-    return float(np.partition(values, n_touched - k)[n_touched - k])
+def bm25_dense_topk(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    check_allowed: bool,
+    k: int,
+    acc: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Top ``k`` by BM25 for queries whose terms touch much of the segment: every posting into
+    the dense ``acc`` (no ``seen``/``touched`` bookkeeping), then one scan of ``acc[:n_docs]``.
+
+    The terms are added in the order given, with ``bm25_accumulate``'s arithmetic, so scores
+    are bit-identical to it. A document is a hit when its sum is > 0, which every BM25 match is
+    (idf > 0, tf > 0); ``term_weights`` must be > 0. ``allowed`` is read only when
+    ``check_allowed``. ``n_docs = len(norms)``; ``acc`` (at least that long) is zero on entry
+    and on return. Returns ``topk_touched``'s ``(scores, docs)`` with ``doc_base = 0``.
+    """
+    n_terms = offsets.shape[0] - 1
+    for qi in range(term_ids.shape[0]):
+        t = term_ids[qi]
+        if t < 0 or t >= n_terms:
+            continue
+        w = term_weights[qi]
+        for p in range(offsets[t], offsets[t + 1]):
+            d = doc_ids[p]
+            if check_allowed and allowed[d] == 0:
+                continue
+            tf = np.float64(tfs[p])
+            acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+    n_docs = norms.shape[0]
+    m = max(k, 0)
+    scores = np.empty(m, dtype=np.float64)
+    docs = np.empty(m, dtype=np.int64)
+    count = 0
+    worst = worst_index(m)
+    bar = np.zeros(1, dtype=np.float64)  # the worst kept score, once the buffer is full
+    bar_bits = bar.view(np.int64)
+    bits = acc.view(np.int64)
+    for start in range(0, n_docs if m > 0 else 0, _SCAN_BLOCK):
+        end = min(start + _SCAN_BLOCK, n_docs)
+        if count == m:
+            # Sums are >= 0, so their IEEE bits order like the values: an integer maximum
+            # (which the compiler vectorises, unlike a float one) tells whether any document of
+            # the block beats the bar. A tie with it loses: the kept ones have lower numbers.
+            top = np.int64(0)
+            for d in range(start, end):
+                v = bits[d]
+                top = v if v > top else top
+            if top <= bar_bits[0]:
+                continue
+        for d in range(start, end):
+            s = acc[d]
+            if s > 0.0:
+                g = np.int64(d)
+                if count == m and not ranks_before(s, g, bar[0], docs[worst]):
+                    continue
+                count = topk_offer(scores, docs, count, s, g)
+                if count == m:
+                    bar[0] = scores[worst]
+    for d in range(n_docs):
+        acc[d] = 0.0
+    topk_finish(scores, docs, count)
+    return scores[:count], docs[:count]
+
+
+#: Dense accumulation when the postings up to the first term (by bound) that can fill the top k
+#: are at least 1/DENSE_RATIO of the query's postings: MaxScore cannot skip much then.
+DENSE_RATIO = 3
+
+
+#: Below this many postings in a segment for the query, plain term-at-a-time accumulation is
+#: cheaper than MaxScore's bookkeeping.
+PRUNE_MIN_POSTINGS = 2_000
+
+
+@jit
+def bm25_segment_topk(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    check_allowed: bool,
+    docnums: npt.NDArray[np.int64],
+    top_s: npt.NDArray[np.float64],
+    top_d: npt.NDArray[np.int64],
+    top_n: npt.NDArray[np.int64],
+    acc: npt.NDArray[np.float64],
+    seen: npt.NDArray[np.uint8],
+    touched: npt.NDArray[np.int32],
+    prune_min: int,
+    dense_ratio: int,
+) -> None:
+    """Offer one segment's best BM25 documents to a query's running top k, exact scores.
+
+    ``top_s``/``top_d`` (capacity ``depth = len(top_s)``) with ``top_n[0]`` kept entries form a
+    ``topk.topk_offer`` buffer over global document numbers, shared by the calls for every
+    segment of one query (start with ``top_n[0] = 0``; call ``topk.topk_finish`` after the last).
+    Once full, its worst score is a lower bound on the final k-th best, the bar this segment's
+    MaxScore pruning starts from; the final buffer holds the same documents whatever the order
+    of the segments. ``docnums`` maps local to global document numbers (ascending).
+
+    ``term_ids``/``term_weights`` in the canonical order (ids outside ``[0, n_terms)`` ignored):
+    scores are bit-identical to ``bm25_accumulate``'s over the same terms. ``allowed`` is read
+    only when ``check_allowed`` (False when every document is live and there is no filter).
+    The path, by the segment's postings for the query: one term, its postings straight into a
+    top-k buffer; the highest-weight terms that can fill the top k bring at least
+    ``1/dense_ratio`` of the postings and there are at least as many postings as documents,
+    ``bm25_dense_topk``; fewer than ``prune_min`` postings, plain accumulation; otherwise
+    ``bm25_maxscore``, then an exact re-score of its candidates in the canonical order. Every
+    path gives the same result (the thresholds are parameters so tests can force each; the
+    engine passes ``PRUNE_MIN_POSTINGS`` and ``DENSE_RATIO``). No default values: numba's
+    dispatcher takes a slow path (~0.1 ms a call) when an argument is omitted.
+    Scratch as in ``bm25_accumulate`` (clean on entry and on return).
+    """
+    depth = top_s.shape[0]
+    n_terms = offsets.shape[0] - 1
+    nq = term_ids.shape[0]
+    # Valid terms in processing order: largest bound (weight) first, then canonical position.
+    order = np.empty(nq, dtype=np.int64)
+    nv = 0
+    postings = 0
+    for i in range(nq):
+        t = term_ids[i]
+        if t < 0 or t >= n_terms or offsets[t + 1] <= offsets[t]:
+            continue
+        pos = nv
+        nv += 1
+        while pos > 0 and term_weights[order[pos - 1]] < term_weights[i]:
+            order[pos] = order[pos - 1]
+            pos -= 1
+        order[pos] = i
+        postings += offsets[t + 1] - offsets[t]
+    if nv == 0 or depth <= 0:
+        return
+    worst = worst_index(depth)
+    prefix = 0
+    for j in range(nv):
+        t = term_ids[order[j]]
+        prefix += offsets[t + 1] - offsets[t]
+        if prefix >= depth:
+            break
+    if nv == 1:
+        i = order[0]
+        scores, docs = bm25_term_topk(offsets, doc_ids, tfs, norms, term_ids[i],
+                                      term_weights[i], allowed, check_allowed, depth)
+    elif prefix * dense_ratio >= postings and postings >= norms.shape[0]:
+        scores, docs = bm25_dense_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
+                                       allowed, check_allowed, depth, acc)
+    elif postings < prune_min:
+        n = bm25_accumulate(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed, acc,
+                            seen, touched, 0)
+        scores, docs = topk_touched(acc, seen, touched, n, depth, 0)
+    else:
+        ids_o = np.empty(nv, dtype=np.int32)
+        w_o = np.empty(nv, dtype=np.float64)
+        bounds = np.empty(nv, dtype=np.float64)
+        for j in range(nv):
+            ids_o[j] = term_ids[order[j]]
+            w_o[j] = term_weights[order[j]]
+            bounds[j] = w_o[j] * K1_PLUS_1
+        theta0 = top_s[worst] if top_n[0] == depth else -np.inf
+        picked = bm25_maxscore(offsets, doc_ids, tfs, norms, ids_o, w_o, bounds, allowed,
+                               check_allowed, theta0, depth, 2 * depth + 8, acc, seen, touched)
+        exact = bm25_score_docs(offsets, doc_ids, tfs, norms, term_ids, term_weights, picked)
+        m = min(depth, picked.shape[0])
+        scores = np.empty(m, dtype=np.float64)
+        docs = np.empty(m, dtype=np.int64)
+        count = 0
+        for j in range(picked.shape[0]):
+            count = topk_offer(scores, docs, count, exact[j], np.int64(picked[j]))
+        topk_finish(scores, docs, count)
+        scores = scores[:count]
+        docs = docs[:count]
+    # Into the query's buffer: best first, so the first that fails the bar ends it (local and
+    # global numbers rise together).
+    count = top_n[0]
+    for j in range(scores.shape[0]):
+        g = docnums[docs[j]]
+        if count == depth and not ranks_before(scores[j], g, top_s[worst], top_d[worst]):
+            break
+        count = topk_offer(top_s, top_d, count, scores[j], g)
+    top_n[0] = count

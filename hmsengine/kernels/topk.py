@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hmsengine.kernels.bm25 import K1_PLUS_1
 from hmsengine.kernels.jit import jit
 
 # Annotations only: kernels receive numpy scalars as well as Python numbers.
@@ -209,3 +210,52 @@ def merge_topk(
     docs = np.concatenate([np.asarray(d, dtype=np.int64) for _, d in pairs])
     order = np.lexsort((docs, -scores))[:k]
     return scores[order], docs[order]
+
+
+@jit
+def bm25_term_topk(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term: int,
+    weight: float,
+    allowed: npt.NDArray[np.uint8],
+    check_allowed: bool,
+    k: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Top ``k`` local documents of a one-term query, straight from its postings.
+
+    A document's score is the term's one contribution ``weight * tf * K1_PLUS_1 / (tf + norm)``,
+    which is exactly what ``bm25.bm25_accumulate`` sums into 0.0, so the scores are bit-identical
+    to the accumulate path, without its scatter into scratch arrays. Postings whose document has
+    ``allowed[d] == 0`` are skipped (``allowed`` is read only when ``check_allowed``). Returns
+    ``(scores float64[m], docs int64[m])`` in ``topk_touched``'s order; a term id outside the
+    postings gives nothing.
+    """
+    m = 0
+    if 0 <= term < offsets.shape[0] - 1 and k > 0:
+        m = min(k, int(offsets[term + 1] - offsets[term]))
+    scores = np.empty(m, dtype=np.float64)
+    docs = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return scores, docs
+    count = 0
+    worst = worst_index(m)
+    bar_s = 0.0
+    bar_d = np.int64(0)
+    for p in range(offsets[term], offsets[term + 1]):
+        d = doc_ids[p]
+        if check_allowed and allowed[d] == 0:
+            continue
+        tf = np.float64(tfs[p])
+        s = weight * tf * K1_PLUS_1 / (tf + norms[d])
+        g = np.int64(d)
+        if count == m and not ranks_before(s, g, bar_s, bar_d):
+            continue
+        count = topk_offer(scores, docs, count, s, g)
+        if count == m:
+            bar_s = scores[worst]
+            bar_d = docs[worst]
+    topk_finish(scores, docs, count)
+    return scores[:count], docs[:count]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hmsengine.index.analyzer import STOP_WORDS, Analyzer, get_analyzer
 from hmsengine.kernels import bm25
@@ -138,3 +142,20 @@ def test_term_ids_batch_equals_per_text_tokenize(texts: list[str]) -> None:
             [inverse[x] for x in ids[starts[i] : starts[i + 1]].tolist()] for i in range(len(texts))
         ]
         assert got == [analyzer.tokenize(t) for t in texts]
+
+
+@settings(max_examples=200)
+@given(texts=st.lists(st.text(alphabet=st.characters(max_codepoint=127)), min_size=1, max_size=5))
+def test_ascii_fast_path_tokenizes_like_the_unicode_path(texts):
+    """ASCII text (the fast pattern, no NFKC) gives exactly the Unicode path's tokens, alone and
+    in a batch."""
+    unicode_re = re.compile(r"[^\W_]+")
+    simple = get_analyzer("simple")
+    for text in texts:
+        assert simple.tokenize(text) == unicode_re.findall(
+            unicodedata.normalize("NFKC", text).casefold())
+    vocab: dict[str, int] = {}
+    flat, starts = simple.term_ids(texts, vocab)
+    names = {i: t for t, i in vocab.items()}
+    for i, text in enumerate(texts):
+        assert [names[t] for t in flat[starts[i]:starts[i + 1]].tolist()] == simple.tokenize(text)
