@@ -21,7 +21,6 @@ The steps, in order:
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 from ..errors import CorruptStore, map_errors
@@ -32,7 +31,7 @@ from ..storage.segments import record_crc
 from .state import KEY_STRIDE, DocEntry, DocTable, doc_key
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
-from .values import is_tombstone_json
+from .values import TOMBSTONE_PREFIX
 
 
 def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -> None:
@@ -161,22 +160,12 @@ def _matching_snapshot(core: StoreCore, journal: bytes) -> tablesnap.TableSnapsh
 
 
 def _install(table: DocTable, snap: tablesnap.TableSnapshot) -> None:
-    """Fill the (empty) table from a snapshot: one DocEntry per document, no JSON parsing."""
-    cols = snap.columns.tolist()
-    entries = table.entries
-    # A million entries that all survive: the cyclic collector would rescan them repeatedly
-    # while they are built (none can form a cycle), so it pauses meanwhile.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for doc_id, meta, emb, (offset, length, crc, revision, key) in zip(
-                snap.ids, snap.metadata, snap.embeddings, cols, strict=True):
-            entries[doc_id] = DocEntry(offset, length, crc, meta, emb, revision, key)
-            if meta is not None and is_tombstone_json(meta):
-                table.tombstones.add(doc_id)
-    finally:
-        if collecting:
-            gc.enable()
+    """Fill the (empty) table from a snapshot as columns: no DocEntry is built until a document
+    is looked up, no JSON parsed (see state.Entries)."""
+    table.entries.install(snap.ids, snap.columns, snap.metadata, snap.embeddings)
+    prefix = TOMBSTONE_PREFIX
+    table.tombstones.update(doc_id for doc_id, meta in zip(snap.ids, snap.metadata, strict=True)
+                            if meta is not None and meta.startswith(prefix))
     table.revision = snap.sequence
     if snap.embedding_dim is not None:
         table.embedding_dim = snap.embedding_dim

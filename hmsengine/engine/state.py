@@ -7,6 +7,9 @@ holds where the document's text record is, its metadata JSON and its embedding.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from .values import is_tombstone_json
@@ -37,11 +40,178 @@ class DocEntry:
         self.key = key
 
 
+class Entries(MutableMapping[str, DocEntry]):
+    """id -> :class:`DocEntry` of every live document: a ``dict`` in behaviour, columns inside.
+
+    An open that starts from a table snapshot (storage/tablesnap.py) installs it as a *base*:
+    the ids, one int64 row of (offset, length, crc, revision, key) per document, the metadata
+    strings and embeddings, exactly as decoded. No :class:`DocEntry` is built for a base row
+    until someone looks it up (a million of them took ~2.5 s at open); the first lookup builds
+    it and keeps it in the *overlay*, so every later lookup returns the same object (readers
+    compare identity to notice a concurrent replace, and recovery repairs entries in place).
+    Writes and deletes go to the overlay; ``_live_key[row]`` tracks the key of a base id's
+    current version (-1 once deleted), which lets :meth:`keys_of` answer a million ids in numpy.
+
+    Iteration yields the base ids still live (in snapshot order), then the ids that only the
+    overlay holds; callers that need an order sort by ``key`` (the commit order).
+    """
+
+    def __init__(self) -> None:
+        self._over: dict[str, DocEntry] = {}
+        self._ids: list[str] = []
+        self._row_of: dict[str, int] = {}
+        self._columns = np.zeros((0, 5), dtype=np.int64)
+        self._metadata: list[str | None] = []
+        self._embeddings: list[np.ndarray | None] = []
+        self._live_key = np.zeros(0, dtype=np.int64)
+        self._len = 0
+
+    def install(self, ids: list[str], columns: np.ndarray, metadata: list[str | None],
+                embeddings: list[np.ndarray | None]) -> None:
+        """Make the (empty) mapping hold these documents as its base; ``columns`` is (n, 5)
+        int64: offset, length, crc, revision, key. Ids must be distinct."""
+        if self._len or self._ids:
+            raise RuntimeError("a table snapshot is installed into an empty table only")
+        self._ids = ids
+        self._row_of = dict(zip(ids, range(len(ids)), strict=True))
+        if len(self._row_of) != len(ids):
+            raise ValueError("the table snapshot lists an id twice")
+        self._columns = np.ascontiguousarray(columns, dtype=np.int64)
+        self._metadata = metadata
+        self._embeddings = embeddings
+        self._live_key = self._columns[:, 4].copy()
+        self._len = len(ids)
+
+    def _row(self, row: int) -> DocEntry:
+        offset, length, crc, revision, key = self._columns[row].tolist()
+        return DocEntry(offset, length, crc, self._metadata[row], self._embeddings[row],
+                        revision, key)
+
+    # -- the mapping ---------------------------------------------------------------------------
+
+    def get(self, doc_id: str, default: Any = None) -> Any:
+        entry = self._over.get(doc_id)
+        if entry is not None:
+            return entry
+        row = self._row_of.get(doc_id)
+        if row is None or self._live_key[row] < 0:
+            return default
+        entry = self._over[doc_id] = self._row(row)
+        return entry
+
+    def __getitem__(self, doc_id: str) -> DocEntry:
+        entry = self.get(doc_id)
+        if entry is None:
+            raise KeyError(doc_id)
+        return entry  # type: ignore[no-any-return]
+
+    def __contains__(self, doc_id: object) -> bool:
+        if doc_id in self._over:
+            return True
+        row = self._row_of.get(doc_id) if isinstance(doc_id, str) else None
+        return row is not None and bool(self._live_key[row] >= 0)
+
+    def __setitem__(self, doc_id: str, entry: DocEntry) -> None:
+        if doc_id not in self:
+            self._len += 1
+        self._over[doc_id] = entry
+        row = self._row_of.get(doc_id)
+        if row is not None:
+            self._live_key[row] = entry.key
+
+    def __delitem__(self, doc_id: str) -> None:
+        if doc_id not in self:
+            raise KeyError(doc_id)
+        self._over.pop(doc_id, None)
+        row = self._row_of.get(doc_id)
+        if row is not None:
+            self._live_key[row] = -1
+        self._len -= 1
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        row_of = self._row_of
+        for doc_id, key in zip(self._ids, self._live_key.tolist(), strict=True):
+            if key >= 0:
+                yield doc_id
+        for doc_id in list(self._over):
+            if doc_id not in row_of:
+                yield doc_id
+
+    # -- column-wise reads (no DocEntry per document) --------------------------------------
+
+    def metadata_items(self) -> list[tuple[str, str | None]]:
+        """(id, metadata JSON) of every live document, in iteration order."""
+        over = self._over
+        out = [(doc_id, e.metadata_json if (e := over.get(doc_id)) is not None else meta)
+               for doc_id, meta, key in zip(self._ids, self._metadata, self._live_key.tolist(),
+                                            strict=True) if key >= 0]
+        row_of = self._row_of
+        out.extend((doc_id, e.metadata_json) for doc_id, e in over.items() if doc_id not in row_of)
+        return out
+
+    def keys_of(self, ids: Sequence[str]) -> np.ndarray:
+        """int64 key of each id's current version, -1 where the id is not live."""
+        get = self._row_of.get
+        rows = np.asarray([get(doc_id, -1) for doc_id in ids], dtype=np.int64)
+        keys = np.where(rows >= 0, self._live_key[np.maximum(rows, 0)], -1) if len(self._ids) \
+            else np.full(len(ids), -1, dtype=np.int64)
+        if self._over:
+            over = self._over
+            for j in np.flatnonzero(rows < 0).tolist():
+                entry = over.get(ids[j])
+                if entry is not None:
+                    keys[j] = entry.key
+        return np.asarray(keys, dtype=np.int64)
+
+    def base_in_key_order(self, exclude: set[str]) -> tuple[list[str], np.ndarray] | None:
+        """(ids, keys) of the live documents in key order, when all of them are base rows
+        untouched since the install (else None); ids in ``exclude`` are left out."""
+        if self._over:
+            return None
+        live_key = self._live_key
+        if not exclude and (len(live_key) < 2 or bool(np.all(live_key[1:] > live_key[:-1]))) \
+                and (len(live_key) == 0 or live_key[0] >= 0):
+            return self._ids, live_key  # the snapshot is written in key order: the usual case
+        rows = np.flatnonzero(self._live_key >= 0)
+        if exclude:
+            rows = np.asarray([r for r in rows.tolist() if self._ids[r] not in exclude],
+                              dtype=np.int64)
+        order = rows[np.argsort(self._live_key[rows], kind="stable")]
+        ids = self._ids
+        return [ids[r] for r in order.tolist()], self._live_key[order]
+
+    def snapshot_columns(self) -> tuple[list[str], np.ndarray, list[str | None], list[np.ndarray | None]]:
+        """(ids, (n, 5) int64 columns, metadata, embeddings) of every live document, for the
+        table snapshot written at close; base rows not touched since open are copied as columns."""
+        over = self._over
+        base_rows = [r for r in np.flatnonzero(self._live_key >= 0).tolist()
+                     if self._ids[r] not in over]  # an overlay entry may be repaired in place
+        ids = [self._ids[r] for r in base_rows]
+        columns = [self._columns[base_rows].reshape(len(base_rows), 5)]
+        metadata = [self._metadata[r] for r in base_rows]
+        embeddings = [self._embeddings[r] for r in base_rows]
+        rest = list(over.items())
+        if rest:
+            ids.extend(doc_id for doc_id, _ in rest)
+            columns.append(np.asarray([(e.offset, e.length, e.crc, e.revision, e.key)
+                                       for _, e in rest], dtype=np.int64).reshape(len(rest), 5))
+            metadata.extend(e.metadata_json for _, e in rest)
+            embeddings.extend(e.embedding for _, e in rest)
+        table = np.concatenate(columns)
+        # In key (commit) order, so the next open finds its base already in the index's order.
+        order = np.argsort(table[:, 4], kind="stable").tolist()
+        return ([ids[r] for r in order], table[order], [metadata[r] for r in order],
+                [embeddings[r] for r in order])
+
+
 class DocTable:
     """id -> :class:`DocEntry` for every live document, plus the store-wide facts."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, DocEntry] = {}
+        self.entries = Entries()
         self.revision = 0
         self.embedding_dim: int | None = None
         # Ids whose entry is a tombstone (a purged document's content-free marker): the reads
@@ -52,11 +222,12 @@ class DocTable:
         return len(self.entries)
 
     def get(self, doc_id: str) -> DocEntry | None:
-        return self.entries.get(doc_id)
+        entry: DocEntry | None = self.entries.get(doc_id)
+        return entry
 
     def put(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         """Install ``entry``; return the replaced entry (whose record is now dead), if any."""
-        old = self.entries.get(doc_id)
+        old = self.get(doc_id)
         self.entries[doc_id] = entry
         if is_tombstone_json(entry.metadata_json):
             self.tombstones.add(doc_id)
@@ -66,5 +237,7 @@ class DocTable:
 
     def delete(self, doc_id: str) -> DocEntry | None:
         self.tombstones.discard(doc_id)
-        return self.entries.pop(doc_id, None)
-
+        old = self.get(doc_id)
+        if old is not None:
+            del self.entries[doc_id]
+        return old

@@ -174,21 +174,21 @@ def _check_json_value(value: object, field: str, depth: int) -> None:
 
 
 TOMBSTONE_KEY = "_hms_tombstone"
-_TOMBSTONE_PREFIX = '{"' + TOMBSTONE_KEY + '":'
+TOMBSTONE_PREFIX = '{"' + TOMBSTONE_KEY + '":'
 
 
 def tombstone_json(purged_at: int) -> str:
     """The metadata JSON of a tombstone: exactly ``{"_hms_tombstone":<purged_at ms>}``."""
-    return f"{_TOMBSTONE_PREFIX}{int(purged_at)}}}"
+    return f"{TOMBSTONE_PREFIX}{int(purged_at)}}}"
 
 
 def is_tombstone_json(metadata_json: str | None) -> bool:
-    return metadata_json is not None and metadata_json.startswith(_TOMBSTONE_PREFIX)
+    return metadata_json is not None and metadata_json.startswith(TOMBSTONE_PREFIX)
 
 
 def tombstone_time(metadata_json: str) -> int:
     """The purge time (ms) recorded in a tombstone's metadata JSON."""
-    return int(metadata_json[len(_TOMBSTONE_PREFIX):-1])
+    return int(metadata_json[len(TOMBSTONE_PREFIX):-1])
 
 
 def check_metadata(value: object, field: str = "metadata") -> str | None:

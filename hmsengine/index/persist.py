@@ -107,16 +107,18 @@ def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
     stored = data[:length]
     if zlib.crc32(stored) & 0xFFFFFFFF != crc:
         raise CorruptStore("index segment fails its checksum", file=where)
-    raw = codec.decode(flags, stored, aad=_aad(name), where=where, offset=0)
+    # Writable, so the arrays below view it in place (numba's kernels take writable arrays).
+    raw = codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0)
     try:
         (hlen,) = struct.unpack_from("<I", raw, 0)
-        header = json.loads(raw[4:4 + hlen])
+        header = json.loads(bytes(raw[4:4 + hlen]))
         base = 4 + hlen + (-hlen - 4) % 8
         arrays: dict[str, np.ndarray] = {}
         for key, (dtype, shape, off) in header["arrays"].items():
             count = int(np.prod(shape)) if shape else 1
+            # A view, no copy: the arrays of a segment cover nearly all of its payload.
             arrays[key] = np.frombuffer(raw, dtype=np.dtype(dtype), count=count,
-                                        offset=base + off).reshape(shape).copy()
+                                        offset=base + off).reshape(shape)
         n = int(header["n_docs"])
         ids = tuple(header["ids"])
         if len(ids) != n or arrays["docnums"].shape != (n,):

@@ -21,11 +21,10 @@ Temporal rules (API.md, the seed's Concepts):
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterable
 
-from ..engine.values import Change, is_tombstone_json
-from .stamp import STAMP_KEY, Stamp, parse_compact, plain_stamp, stamp_of
+from ..engine.values import TOMBSTONE_PREFIX, Change, is_tombstone_json
+from .stamp import STAMP_KEY, Stamp, StampParser, plain_stamp
 
 
 class MemoryIndex:
@@ -42,30 +41,45 @@ class MemoryIndex:
         self.windows = 0  # facts with valid_from or valid_to
         self.links = 0  # explicit supersedes links
         self.revision = 0
+        # Facts with equal compact stamps share one Stamp object (see StampParser).
+        self._stamps = StampParser()
 
     # -- maintenance ---------------------------------------------------------------------------
 
     def load(self, items: Iterable[tuple[str, str | None]], revision: int) -> None:
-        """Index every document of a scan (at open), the cyclic collector paused meanwhile."""
-        plain: list[str] = []
-        stamped: list[tuple[str, str]] = []
-        for doc_id, metadata_json in items:
-            if metadata_json is not None and STAMP_KEY in metadata_json:
-                if not is_tombstone_json(metadata_json):  # a purged id: no fact
-                    stamped.append((doc_id, metadata_json))
-            else:
-                plain.append(doc_id)
+        """Index every document of a scan (at open), the cyclic collector paused meanwhile.
+
+        A million facts at open: most stamps are shared (see StampParser) and carry no subject,
+        entity, link or window, so such a fact costs one dictionary insert and a count here.
+        """
+        facts = self.facts
+        kind_counts = self.kind_counts
+        parse = self._stamps.parse
+        plain_fact = plain_stamp()  # never mutated: every plain document shares it
+        simple: dict[int, bool] = {}  # id(stamp) -> nothing to index beyond kind (stamps stay alive)
         # Millions of small objects that all survive: the cyclic collector would rescan them
         # again and again (none of them can form a cycle), so it pauses while they are built.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            # One parse per fact: each parsed dict is freed before the next (parsing many at
-            # once was a little faster but left ~70 MB of freed arenas resident at 100k facts).
-            for doc_id, metadata_json in stamped:
-                self._add(doc_id, parse_compact(json.loads(metadata_json).get(STAMP_KEY)) or plain_stamp())
-            for doc_id in plain:
-                self._add(doc_id, plain_stamp())
+            for doc_id, metadata_json in items:
+                if metadata_json is None or STAMP_KEY not in metadata_json:
+                    stamp = plain_fact
+                elif metadata_json.startswith(TOMBSTONE_PREFIX):
+                    continue  # a purged id: no fact (is_tombstone_json, inlined)
+                else:
+                    stamp = parse(metadata_json) or plain_fact
+                plain = simple.get(id(stamp))
+                if plain is None:
+                    plain = simple[id(stamp)] = (
+                        stamp.subject is None and not stamp.entities and not stamp.supersedes
+                        and stamp.valid_from is None and stamp.valid_to is None)
+                if plain and doc_id not in facts:
+                    facts[doc_id] = stamp
+                    kind_counts[stamp.kind] = kind_counts.get(stamp.kind, 0) + 1
+                else:
+                    self._remove(doc_id)
+                    self._add(doc_id, stamp)
         finally:
             if collecting:
                 gc.enable()
@@ -76,7 +90,7 @@ class MemoryIndex:
         for change in changes:
             self._remove(change.id)
             if not change.deleted and not is_tombstone_json(change.metadata_json):
-                self._add(change.id, stamp_of(change.metadata_json) or plain_stamp())
+                self._add(change.id, self._stamps.parse(change.metadata_json) or plain_stamp())
         self.revision = revision
 
     def frozen(self, kind: str, name: str) -> frozenset[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import zstandard
 
 from ..errors import CorruptStore
@@ -74,6 +75,43 @@ class Codec:
             return _decompressor().decompress(stored, max_output_size=MAX_DECOMPRESSED)
         except zstandard.ZstdError as exc:
             raise CorruptStore(f"undecodable compressed record ({exc})", file=where, offset=offset) from exc
+
+    def decode_writable(self, flags: int, stored: bytes, *, aad: bytes, where: str,
+                        offset: int) -> memoryview:
+        """:meth:`decode` into a writable ``memoryview`` of fresh memory, decompressed straight
+        into it: numpy arrays viewing it are writable without a copy (an index segment of
+        300 MB: copying its arrays out of immutable bytes cost ~0.7 s here, page faults mostly).
+        """
+        if flags != FLAG_ZSTD:
+            return memoryview(bytearray(self.decode(flags, stored, aad=aad, where=where,
+                                                    offset=offset)))
+        return _decompress_into(stored, where, offset)
+
+
+def _decompress_into(stored: bytes, where: str, offset: int) -> memoryview:
+    """One zstd frame, decompressed into fresh memory of its recorded content size.
+
+    ``numpy.empty``, not ``bytearray(size)``: the latter zeroes every page first, which cost a
+    third of the decompression here; the decompressor writes every byte (checked below).
+    """
+    try:
+        size = zstandard.frame_content_size(stored)
+        if size < 0 or size > MAX_DECOMPRESSED:
+            raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
+        view = np.empty(size, dtype=np.uint8).data
+        filled = 0
+        with _decompressor().stream_reader(stored) as reader:
+            while filled < size:
+                n = reader.readinto(view[filled:])
+                if n <= 0:
+                    break
+                filled += n
+            if filled != size or reader.read(1):
+                raise CorruptStore(f"compressed record holds other than its recorded {size} bytes",
+                                   file=where, offset=offset)
+    except zstandard.ZstdError as exc:
+        raise CorruptStore(f"undecodable compressed record ({exc})", file=where, offset=offset) from exc
+    return view
 
 
 PLAIN = Codec()

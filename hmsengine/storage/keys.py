@@ -134,6 +134,12 @@ class SealedCodec(Codec):
         return FLAG_ZSTD | FLAG_AEAD, nonce + self._aead.encrypt(nonce, _compressor().compress(data), aad)
 
     def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int) -> bytes:
+        compressed = self._open_sealed(flags, stored, aad=aad, where=where, offset=offset)
+        return Codec.decode(self, FLAG_ZSTD, compressed, aad=aad, where=where, offset=offset)
+
+    def _open_sealed(self, flags: int, stored: bytes, *, aad: bytes, where: str,
+                     offset: int) -> bytes:
+        """The compressed record inside a sealed one, authenticated."""
         if flags != FLAG_ZSTD | FLAG_AEAD:
             raise CorruptStore(f"unsealed record (flags {flags:#04x}) in an encrypted store",
                                file=where, offset=offset)
@@ -143,7 +149,13 @@ class SealedCodec(Codec):
             compressed = self._aead.decrypt(stored[:NONCE_SIZE], stored[NONCE_SIZE:], aad)
         except InvalidTag:
             raise CorruptStore("sealed record fails authentication", file=where, offset=offset) from None
-        return Codec.decode(self, FLAG_ZSTD, compressed, aad=aad, where=where, offset=offset)
+        return compressed
+
+    def decode_writable(self, flags: int, stored: bytes, *, aad: bytes, where: str,
+                        offset: int) -> memoryview:
+        compressed = self._open_sealed(flags, stored, aad=aad, where=where, offset=offset)
+        return Codec.decode_writable(self, FLAG_ZSTD, compressed, aad=aad, where=where,
+                                     offset=offset)
 
 
 __all__ = ["SealedCodec", "check_key_argument", "new_encryption", "open_encryption"]
