@@ -12,17 +12,17 @@ fsync is never retried (the kernel may have dropped the dirty pages already).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
 import attrs
-import numpy as np
 
 from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
 from ..storage import manifest, tablesnap
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle, MemoryDirectory
-from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, encode_frame
+from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, JournalFile, encode_frame
 from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment, record_crc
@@ -63,8 +63,13 @@ class Counters:
 def open_generation_files(directory: Directory, generation: str,
                           codec: Codec) -> tuple[FileHandle, TextSegment]:
     """Open (creating them if missing) a generation's journal and text segment; if the second
-    open fails, the first is closed, so no descriptor leaks."""
-    journal = directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True)
+    open fails, the first is closed, so no descriptor leaks.
+
+    The journal keeps a preallocated tail of zeros while open (storage/journal.py, JournalFile),
+    except in memory, where it would only cost memory."""
+    journal: FileHandle = JournalFile(
+        directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True),
+        preallocate=not isinstance(directory, MemoryDirectory))
     text_name = f"{generation}/{manifest.TEXT_FILE}"
     try:
         text_handle = directory.open_file(text_name, create=True)
@@ -93,6 +98,7 @@ class StoreCore:
         self.text_synced = 0
         self.zeroed_through = 0
         self.dirty = False  # text written or zeroed since the last checkpoint
+        self.last_sync_s = 0.0  # how long the last commit's journal sync took
         self.journal_label = f"{generation}/{manifest.JOURNAL_FILE}".encode()
         # Documents the last open took from the table snapshot (0: it replayed the whole journal).
         self.snapshot_documents = 0
@@ -217,7 +223,9 @@ class StoreCore:
             self.dirty = True
         blob = b"".join(frames)
         self.journal.append(blob)
+        started = time.perf_counter()
         self.journal.sync()
+        self.last_sync_s = time.perf_counter() - started  # the writer's inline-commit gauge
         self.counters.bytes_written += len(blob)
         self.counters.fsyncs += 1
         self.counters.commits += 1
@@ -321,15 +329,9 @@ class StoreCore:
         if isinstance(self.directory, MemoryDirectory):
             return  # nothing reopens an in-memory store
         try:
-            entries = self.table.entries
-            ids = list(entries)
-            values = list(entries.values())
-            columns = np.fromiter(
-                (x for e in values for x in (e.offset, e.length, e.crc, e.revision, e.key)),
-                dtype=np.int64, count=len(values) * tablesnap.COLUMNS,
-            ).reshape(len(values), tablesnap.COLUMNS)
+            ids, columns, metadata, embeddings = self.table.entries.snapshot_columns()
             text_size = self.text.handle.size()
-            if len(values) and int((columns[:, 0] + columns[:, 1]).max()) > text_size:
+            if len(ids) and int((columns[:, 0] + columns[:, 1]).max()) > text_size:
                 return  # a record past the text's end: leave it to recovery (no snapshot)
             end = self.journal.size()
             tail = self.journal.read_at(max(0, end - tablesnap.TAIL_BYTES), min(end, tablesnap.TAIL_BYTES))
@@ -338,8 +340,7 @@ class StoreCore:
                 self.codec, name.encode(), journal_end=end, journal_tail=tail,
                 sequence=self.table.revision, text_synced=text_size,
                 zeroed_through=self.table.revision, embedding_dim=self.table.embedding_dim,
-                ids=ids, metadata=[e.metadata_json for e in values], columns=columns,
-                embeddings=[e.embedding for e in values])
+                ids=ids, metadata=metadata, columns=columns, embeddings=embeddings)
             self.directory.atomic_write(name, data)
         except Exception:  # an optimisation must never fail a close
             log.warning("could not write the table snapshot of %s", self.generation, exc_info=True)

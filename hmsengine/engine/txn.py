@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 import attrs
 import numpy as np
 
 from ..errors import CorruptStore
+
+# A JSON string literal exactly as json.dumps(..., ensure_ascii=False) writes it (C-accelerated).
+_string = json.encoder.encode_basestring
 
 
 @attrs.frozen(kw_only=True)
@@ -76,24 +78,31 @@ def decode_embedding(text: str) -> np.ndarray:
 
 
 def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None) -> bytes:
-    out: list[dict[str, Any]] = []
+    """The compact JSON payload of a transaction (or base) frame.
+
+    Assembled piece by piece rather than through a dict and ``json.dumps``: the metadata is
+    already compact JSON (values.check_metadata) and is spliced in as is instead of being parsed
+    and dumped again. The bytes are exactly ``json.dumps(body, ensure_ascii=False,
+    separators=(",", ":"))`` of the documented body (tests/storage/test_journal.py checks it).
+    """
+    out: list[str] = []
     for op in ops:
         if isinstance(op, StoredPut):
-            item: dict[str, Any] = {"o": "p", "id": op.id, "t": op.text}
+            item = f'{{"o":"p","id":{_string(op.id)},"t":{_string(op.text)}'
             if op.metadata_json is not None:
-                item["m"] = json.loads(op.metadata_json)
+                item += f',"m":{op.metadata_json}'
             if op.embedding is not None:
-                item["e"] = encode_embedding(op.embedding)
-            item["off"], item["len"], item["crc"] = op.offset, op.length, op.crc
+                item += f',"e":"{encode_embedding(op.embedding)}"'
+            item += f',"off":{int(op.offset)},"len":{int(op.length)},"crc":{int(op.crc)}'
             if op.key is not None:
-                item["k"] = op.key
-            out.append(item)
+                item += f',"k":{int(op.key)}'
+            out.append(item + "}")
         else:
-            out.append({"o": "d", "id": op.id})
-    body: dict[str, Any] = {"ops": out}
+            out.append(f'{{"o":"d","id":{_string(op.id)}}}')
+    body = '{"ops":[' + ",".join(out) + "]"
     if embedding_dim is not None:
-        body["dim"] = embedding_dim
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body += f',"dim":{int(embedding_dim)}'
+    return (body + "}").encode("utf-8")
 
 
 def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list[StoredOp], int | None]:

@@ -3,10 +3,13 @@
 Callers send :class:`WriteRequest` messages over a trio memory channel. The actor blocks on the
 first message, drains whatever else is already waiting (up to a cap), checks each transaction
 against the document table plus the effects of the earlier transactions of the same batch, and
-commits the batch with one text write, one journal write and one fsync in a worker thread
-(group commit). Only then does it apply the batch to the table and resolve every reply slot, so
-readers never see a write that is not durable and every caller sees its own write as soon as its
-call returns.
+commits the batch with one text write, one journal write and one fdatasync (group commit): in a
+worker thread, or inline on the event loop when the batch is small and no other task is ready to
+run (a thread round trip costs as much as the fdatasync, see ``INLINE_COMMIT_CHARS``). Either
+way the writer does not take the next batch before this one is durable, so the requests that
+arrive meanwhile form the next group. Only then does it apply the batch to the table and resolve
+every reply slot, so readers never see a write that is not durable and every caller sees its own
+write as soon as its call returns.
 
 A batch in progress is shielded from cancellation: it commits and replies as one unit even if the
 engine is being torn down. A failed write or fsync latches the store broken (engine/store.py);
@@ -34,6 +37,18 @@ from .values import Change, DeleteOp, DeleteResult, PutOp, PutResult
 _log = logging.getLogger("hmsengine.writer")
 
 MAX_BATCH_TRANSACTIONS = 1024
+# A batch whose texts total at most this many characters commits inline on the event loop when
+# no other task is waiting to run: encoding a few KiB takes tens of microseconds and the
+# fdatasync ~0.1-0.3 ms, while a worker-thread round trip costs as much as the fdatasync itself
+# (PERF-NOTES.md, "Durability"), so a lone writer would pay twice. Larger batches, or a loop
+# with other work ready (readers, queries), hand the commit to a worker thread as before.
+INLINE_COMMIT_CHARS = 64 * 1024
+INLINE_COMMIT_OPS = 256  # checked first, so sizing a large batch costs nothing
+# ... and only while the disk is quick: a moving average of recent journal syncs at most this.
+# On a busy or stalling disk a commit blocking the loop would stall every reader with it, the
+# hop is small beside the fdatasync, and (measured on this shared machine under heavy I/O load)
+# single-writer commits then ran faster through the thread.
+INLINE_SYNC_MAX_S = 0.0005
 # Zeroing this many bytes of dead records runs inline on the event loop (a page-cache write of a
 # few KiB costs microseconds, less than a thread hop); more goes to a worker thread.
 INLINE_ZERO_BYTES = 256 * 1024
@@ -78,6 +93,7 @@ class WriterActor:
         self.listeners: list[Callable[[int, list[Change]], None]] = []
         self._unsynced_bytes = 0
         self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
+        self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve requests until the send side is closed and every queued request is answered."""
@@ -132,6 +148,9 @@ class WriterActor:
             ops: list[PutOp | DeleteOp] = []
             results: list[PutResult | DeleteResult] = []
             fixes: int | None = None
+            # The revision this transaction creates if it writes anything (a no-op's results
+            # are given the revision current when they are answered).
+            revision = sequence + 1
             try:
                 for op in request.ops:
                     present = local.get(op.id, staged.get(op.id, op.id in table.entries))
@@ -145,11 +164,11 @@ class WriterActor:
                                     f"embedding: {len(op.embedding)} dimensions, but this store's "
                                     f"embeddings have {expected}"
                                 )
-                        results.append(PutResult(id=op.id, created=not present, revision=0))
+                        results.append(PutResult(id=op.id, created=not present, revision=revision))
                         local[op.id] = True
                         ops.append(op)
                     else:
-                        results.append(DeleteResult(id=op.id, existed=present, revision=0))
+                        results.append(DeleteResult(id=op.id, existed=present, revision=revision))
                         if present:
                             local[op.id] = False
                             ops.append(op)
@@ -182,7 +201,11 @@ class WriterActor:
                 self._answer_noops(core.table.revision)
                 return
             try:
-                stored = await trio.to_thread.run_sync(core.commit, planned)
+                if self._commit_inline(planned):
+                    stored = core.commit(planned)
+                else:
+                    stored = await trio.to_thread.run_sync(core.commit, planned)
+                self._sync_s += (core.last_sync_s - self._sync_s) / 8
             except BaseException as exc:
                 error: HmsError = (exc if isinstance(exc, HmsError)
                                    else DurabilityError(f"commit failed: {exc!r}"))
@@ -192,10 +215,11 @@ class WriterActor:
             applied = self._apply(planned, stored)
             self._indexer.install(core.table.revision,
                                   [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)])
+            listeners = list(self.listeners)
             changes = [Change(id=op.id, deleted=not isinstance(op, StoredPut),
                               metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
-                       for ops in stored for op in ops]
-            for listener in list(self.listeners):
+                       for ops in stored for op in ops] if listeners else []
+            for listener in listeners:
                 try:
                     listener(core.table.revision, changes)
                 except Exception:
@@ -208,8 +232,8 @@ class WriterActor:
                 # The batch is durable, so its callers still succeed; recovery re-zeroes these
                 # records at the next open. Further writes are refused until then.
                 core.broken = exc
-            for (request, results), txn in zip(accepted, planned, strict=True):
-                request.slot.set_value([attrs.evolve(r, revision=txn.sequence) for r in results])
+            for request, results in accepted:  # planned with their transaction's revision
+                request.slot.set_value(results)
             self._answer_noops(core.table.revision)
             await self._maybe_checkpoint()
         except BaseException as exc:  # a bug here must not strand callers or kill the actor
@@ -221,6 +245,25 @@ class WriterActor:
                     )
             if not isinstance(exc, Exception):
                 raise
+
+    def _commit_inline(self, planned: list[PlannedTxn]) -> bool:
+        """True if this batch should be written and synced on the event loop (see
+        ``INLINE_COMMIT_CHARS``): it is small, recent syncs were quick, and no other task is
+        ready to run meanwhile."""
+        if sum(len(txn.ops) for txn in planned) > INLINE_COMMIT_OPS:
+            return False
+        if self._sync_s > INLINE_SYNC_MAX_S:
+            return False
+        if trio.lowlevel.current_statistics().tasks_runnable:
+            return False
+        chars = 0
+        for txn in planned:
+            for op in txn.ops:
+                if isinstance(op, PutOp):
+                    chars += len(op.text) + len(op.metadata_json or "")
+                    if op.embedding is not None:
+                        chars += op.embedding.nbytes
+        return chars <= INLINE_COMMIT_CHARS
 
     async def _compact(self, request: CompactRequest) -> None:
         """Compact (and with ``purge`` erase) while no commit can interleave."""

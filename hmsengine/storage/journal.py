@@ -27,6 +27,13 @@ frame is acknowledged only after its fsync) and is truncated away by the caller.
 
 Limitation, stated plainly: damage confined to the very last frame after it was fsynced (bit rot
 in the newest transaction) is indistinguishable from a torn write and is truncated like one.
+
+Preallocation (:class:`JournalFile`): while a store is open, the journal file is kept longer than
+its frames by a tail of zeros written ahead of time, so a commit overwrites blocks that are
+already allocated and written, and its ``fdatasync`` has no file size or block allocation to make
+durable (on ext4, no journal commit of the file system's own). A clean close cuts the zeros off;
+after a crash, recovery finds them after the last valid frame and truncates them like any torn
+tail (older builds do the same), so the on-disk frame format is unchanged.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import attrs
 
 from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
 from .codec import Codec
+from .directory import FileHandle
 
 MAGIC = b"HMJ1"
 PREFIX = struct.Struct("<4sHBBQIII")  # the 28 bytes the header crc covers
@@ -49,6 +57,11 @@ KIND_TRANSACTION = 1
 KIND_CHECKPOINT = 2
 KIND_BASE = 3  # a compacted journal's opening frames: live documents as of a revision
 MAX_FRAME_PAYLOAD = 256 * 1024 * 1024
+# Zeros written ahead of the journal's last frame: a quarter of the journal, between these bounds
+# (rounded to 4 KiB). Each extension costs one fdatasync that carries metadata; the commits that
+# then overwrite the zeros in place do not.
+PREALLOCATE_MIN = 128 * 1024
+PREALLOCATE_MAX = 8 * 1024 * 1024
 
 
 def _header_crc(prefix: bytes) -> int:
@@ -60,7 +73,8 @@ def encode_frame(
     offset: int,
 ) -> bytes:
     """Encode one frame. ``offset`` is where it will be written (bound into the AEAD data)."""
-    flags, stored = codec.encode(payload, aad=frame_aad(file_label, offset, version))
+    aad = frame_aad(file_label, offset, version) if codec.encrypted else b""  # plain: unused
+    flags, stored = codec.encode(payload, aad=aad)
     if len(stored) > MAX_FRAME_PAYLOAD:
         raise InvalidRequest(
             f"transaction of {len(stored)} bytes (compressed) is over the limit of {MAX_FRAME_PAYLOAD}",
@@ -200,3 +214,70 @@ def iter_frame_offsets(data: bytes, max_version: int) -> Iterator[tuple[int, int
             return
         yield pos, found[4]
         pos = found[4]
+
+
+class JournalFile:
+    """A journal's file handle that keeps a preallocated tail of zeros past its last frame.
+
+    It is a :class:`~hmsengine.storage.directory.FileHandle` over ``inner`` whose ``size`` is the
+    journal's logical end (the end of the frames), not the file's length. Until the first
+    ``append`` or ``truncate`` the two are the same (recovery reads the whole file, scans it and
+    truncates whatever follows the last valid frame, zeros included). ``append`` writes the frame
+    at the logical end and, when it would pass the zeros, first writes a new stretch of zeros
+    past it; the caller's ``sync`` makes both durable, so an acknowledged frame never depends on
+    a later write. ``close`` cuts the file back to its logical end (not synced: a crash before
+    the cut only leaves zeros that recovery truncates).
+
+    Durability and failure: ``sync`` is the inner handle's (``fdatasync`` on a real directory);
+    an error from any call propagates unchanged for the store to latch. After a failed
+    ``append`` the logical end is unchanged, so whatever part of the frame landed lies past the
+    end, where recovery treats it as a torn tail.
+    """
+
+    def __init__(self, inner: FileHandle, *, preallocate: bool) -> None:
+        self.name = inner.name
+        self._inner = inner
+        self._preallocate = preallocate
+        self._end = self._allocated = inner.size()
+
+    def size(self) -> int:
+        return self._end
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        return self._inner.read_at(offset, min(length, self._end - offset))
+
+    def write_at(self, offset: int, data: bytes) -> None:
+        self._inner.write_at(offset, data)
+        self._end = max(self._end, offset + len(data))
+        self._allocated = max(self._allocated, self._end)
+
+    def append(self, data: bytes) -> int:
+        offset = self._end
+        end = offset + len(data)
+        self._inner.write_at(offset, data)
+        if self._preallocate and end > self._allocated:
+            grow = min(max(end // 4, PREALLOCATE_MIN), PREALLOCATE_MAX)
+            target = -(-(end + grow) // 4096) * 4096
+            start = max(self._allocated, end)
+            self._inner.write_at(start, bytes(target - start))
+            self._allocated = target
+        self._end = end
+        self._allocated = max(self._allocated, end)
+        return offset
+
+    def truncate(self, length: int) -> None:
+        self._inner.truncate(length)
+        self._end = self._allocated = length
+
+    def sync(self) -> None:
+        self._inner.sync()
+
+    def close(self) -> None:
+        try:
+            if self._allocated > self._end:
+                self._inner.truncate(self._end)
+                self._allocated = self._end
+        except OSError:
+            pass  # the zeros stay; recovery truncates them at the next open
+        finally:
+            self._inner.close()
