@@ -16,6 +16,7 @@ the lock. No ``ExceptionGroup`` escapes: see ``actor.raise_single`` for the poli
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -246,10 +247,11 @@ class Engine:
         order in which search breaks score ties (export writes it, so a restore keeps ties).
         """
         self._check_open()
-        entries = self._core.table.entries.items()
+        entries = self._core.table.entries
         if commit_order:
-            entries = sorted(entries, key=lambda item: item[1].key)  # type: ignore[assignment]
-        return [(doc_id, e.metadata_json) for doc_id, e in entries]
+            ordered = sorted(entries.items(), key=lambda item: item[1].key)
+            return [(doc_id, e.metadata_json) for doc_id, e in ordered]
+        return entries.metadata_items()
 
     def tombstones(self) -> dict[str, int]:
         """id -> purge time (ms) of every purged id the store remembers (see ``transact``).
@@ -314,6 +316,41 @@ class Engine:
                 raise
             return _document(doc_id, text, entry)
         raise HmsError("the document kept changing while it was being read; try again")
+
+    async def get_documents(self, ids: list[str] | tuple[str, ...]) -> list[Document | None]:
+        """The documents stored under ``ids`` at the current revision, in the same order (None
+        for an id with no document); what ``get_document`` returns for each, in one call.
+
+        Never waits for the writer. Every id is validated first (``InvalidRequest`` naming
+        ``ids[n]``). Records up to ``INLINE_READ_BYTES`` are read inline in one synchronous
+        pass, so the small ones all come from the same revision; a larger one (or one replaced
+        while it was read) is read as ``get_document`` reads it.
+        """
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
+            raise InvalidRequest("ids: expected a list of document ids")
+        checked = [check_id(doc_id, f"ids[{n}]") for n, doc_id in enumerate(ids)]
+        self._check_open()
+        table = self._core.table
+        read_text = self._core.read_text
+        out: list[Document | None] = []
+        later: list[int] = []
+        for doc_id in checked:
+            entry = table.get(doc_id)
+            if entry is None or doc_id in table.tombstones:
+                out.append(None)
+                continue
+            if entry.length <= INLINE_READ_BYTES:
+                try:
+                    out.append(_document(doc_id, read_text(entry.offset, entry.length, entry.crc), entry))
+                    continue
+                except HmsError:
+                    if table.get(doc_id) is entry:
+                        raise
+            later.append(len(out))
+            out.append(None)
+        for n in later:
+            out[n] = await self.get_document(checked[n])
+        return out
 
     async def has_document(self, id: str) -> bool:
         """True if a document is stored under ``id``; never waits for the writer."""
@@ -473,16 +510,46 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
     )
 
 
+class _Background:
+    """A function running in a thread of its own; ``result`` re-raises what it raised."""
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self._error: BaseException | None = None
+        self._function = function
+        self._thread = threading.Thread(target=self._run, name="hmsengine-warm-up", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._function()
+        except BaseException as exc:  # handed to the opener by result()
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 @asynccontextmanager
 async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
                      embedding_dim: int | None, analyzer: str,
                      key: str | bytes | None,
                      progress: Callable[[int, int], Any] | None = None) -> AsyncIterator[Engine]:
     now = clock()
-    core = await trio.to_thread.run_sync(
-        lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
-                               embedding_dim=embedding_dim, now_ms=now, key=key)
-    )
+    # Compile (or load from numba's cache) every kernel before the first query needs it, in a
+    # thread of its own while the store is recovered: much of both runs without the GIL.
+    warming = _Background(warm_up)
+    try:
+        core = await trio.to_thread.run_sync(
+            lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
+                                   embedding_dim=embedding_dim, now_ms=now, key=key)
+        )
+    finally:
+        await trio.to_thread.run_sync(warming.join)
     recorded = core.format.embedding_dim or core.table.embedding_dim
     if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
         await trio.to_thread.run_sync(core.close)
@@ -495,8 +562,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     writer = WriterActor(core, receive, indexer)
     engine = Engine(core, send, writer, indexer, clock)
     try:
-        # Compile (or load from numba's cache) every kernel before the first query needs it.
-        await trio.to_thread.run_sync(warm_up)
+        warming.result()
         await indexer.rebuild(progress)
         try:
             async with trio.open_nursery() as nursery:

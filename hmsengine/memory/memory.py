@@ -7,8 +7,8 @@ conflict checks are atomic with the write that follows them).
 
 from __future__ import annotations
 
-import copy
 import inspect
+import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -50,7 +50,109 @@ Embedder = Callable[[list[str]], Any] | Any
 Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
 
 
-FACT_CACHE_SIZE = 2048
+# The shared cache of recently read facts is bounded by an estimate of the bytes it holds, not
+# by a count, so short facts are many and long ones few: 8 MiB holds ~13,000 facts of 24 words
+# (~650 B each), the hits of a few thousand distinct recalls. At most this much RAM per engine,
+# and none until facts are read. One fact larger than an eighth of it is not cached.
+FACT_CACHE_BYTES = 8 << 20
+# Per cached fact, beside its text, id, embedding and metadata: the Fact object (17 slots) and
+# the cache's own entry (ordered-dict node, size record): ~350 B measured with tracemalloc.
+FACT_OVERHEAD_BYTES = 360
+
+
+def _json_bytes(value: Any) -> int:
+    """An estimate of the memory held by a JSON-like value (dicts, lists and scalars)."""
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            size += sys.getsizeof(k) + _json_bytes(v)
+    elif isinstance(value, list):
+        for v in value:
+            size += _json_bytes(v)
+    return size
+
+
+def fact_bytes(fact: Fact) -> int:
+    """The estimated bytes a cached ``fact`` holds (its stamp's tuples are the index's)."""
+    size = FACT_OVERHEAD_BYTES + sys.getsizeof(fact.text) + sys.getsizeof(fact.id)
+    if fact.embedding is not None:
+        size += sys.getsizeof(fact.embedding) + 24 * len(fact.embedding)  # a float is 24 B
+    if fact.metadata is not None:
+        size += _json_bytes(fact.metadata)
+    return size
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (what a fact's metadata is): dicts and lists are copied,
+    scalars (immutable) shared; several times faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
+
+
+def _with_metadata(fact: Fact, metadata: dict[str, Any]) -> Fact:
+    """``fact`` with its own copy of ``metadata`` (the one mutable part of a Fact)."""
+    return attrs.evolve(fact, metadata=copy_json(metadata))
+
+
+class FactCache:
+    """Recently read facts (immutable values), at most ``limit`` estimated bytes
+    (``fact_bytes``), the first read first out.
+
+    A hit costs one dictionary lookup (recall's hot path makes ``k`` of them per call), so a hit
+    does not reorder: a fact read often is read again once per cache-full of new facts.
+
+    Exact by construction: ``invalidate`` runs in the commit listener and drops every fact a
+    committed change can alter (the changed id itself, and the facts whose ``supersedes`` names
+    it, since a Fact lists only the links to facts that exist); the reader caches a fact only
+    if nothing was committed while it read. A cached fact's metadata is never handed out:
+    readers get copies.
+    """
+
+    def __init__(self, limit: int = FACT_CACHE_BYTES) -> None:
+        self.limit = limit
+        self.bytes = 0
+        self.facts: OrderedDict[str, Fact] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def pop(self, doc_id: str) -> None:
+        if self.facts.pop(doc_id, None) is not None:
+            self.bytes -= self._sizes.pop(doc_id)
+
+    def clear(self) -> None:
+        self.facts.clear()
+        self._sizes.clear()
+        self.bytes = 0
+
+    def put(self, fact: Fact) -> None:
+        self.pop(fact.id)
+        size = fact_bytes(fact)
+        if size > self.limit >> 3:
+            return
+        facts, sizes = self.facts, self._sizes
+        facts[fact.id] = fact
+        sizes[fact.id] = size
+        self.bytes += size
+        while self.bytes > self.limit:
+            oldest, _ = facts.popitem(last=False)
+            self.bytes -= sizes.pop(oldest)
+
+    def invalidate(self, index: MemoryIndex, changes: list[Change]) -> None:
+        """Drop what ``changes`` (already applied to ``index``) may have altered."""
+        if not self.facts:
+            return
+        successors = index.successors
+        for change in changes:
+            self.pop(change.id)
+            for successor in successors.get(change.id, ()):
+                self.pop(successor)
 
 
 class _Shared:
@@ -59,10 +161,9 @@ class _Shared:
     def __init__(self, engine: Engine) -> None:
         self.index = MemoryIndex()
         self.index.load(engine.scan_metadata(), engine.revision)
-        # Recently read facts (immutable values), so a recall whose hits were read before costs
-        # little more than the search itself. Kept exact by the commit listener: a put drops
-        # its id, any removal drops everything (a Fact's links depend on which facts exist).
-        self.facts: OrderedDict[str, Fact] = OrderedDict()
+        # Recently read facts, so a recall whose hits were read before costs little more than
+        # the search itself; kept exact by the commit listener (see FactCache).
+        self.facts = FactCache()
         engine.add_commit_listener(self.on_commit)
         # Serializes the checks of remember and the plans of forget against the index.
         self.lock = trio.Lock()
@@ -71,20 +172,7 @@ class _Shared:
 
     def on_commit(self, revision: int, changes: list[Change]) -> None:
         self.index.on_commit(revision, changes)
-        facts = self.facts
-        if facts:
-            if any(c.deleted for c in changes):
-                facts.clear()
-            else:
-                for change in changes:
-                    facts.pop(change.id, None)
-
-    def remember_fact(self, fact: Fact, revision: int) -> None:
-        """Cache ``fact`` if nothing was committed since it was read at ``revision``."""
-        if self.index.revision == revision:
-            self.facts[fact.id] = fact
-            if len(self.facts) > FACT_CACHE_SIZE:
-                self.facts.popitem(last=False)
+        self.facts.invalidate(self.index, changes)
 
 
 _SHARED: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary()
@@ -101,6 +189,7 @@ class Memory:
         self.config = parse_config(config)
         self.embedder = embedder
         self.observers: list[Observer] = []
+        self._shared_state: _Shared | None = None
 
     @property
     def slot_policy(self) -> bool:
@@ -108,9 +197,14 @@ class Memory:
 
     @property
     def _shared(self) -> _Shared:
-        shared = _SHARED.get(self.engine)
+        shared = self._shared_state
         if shared is None:
-            shared = _SHARED[self.engine] = _Shared(self.engine)
+            # One per engine, for as long as the engine lives: every Memory over it finds the
+            # same one, and keeps it (the lookup is on recall's hot path).
+            shared = _SHARED.get(self.engine)
+            if shared is None:
+                shared = _SHARED[self.engine] = _Shared(self.engine)
+            self._shared_state = shared
         return shared
 
     @property
@@ -248,31 +342,61 @@ class Memory:
     # -- reading ---------------------------------------------------------------------------------
 
     async def fact(self, doc_id: str) -> Fact | None:
-        """The fact ``doc_id``: its stamp from the index, its text and metadata from the engine
-        (or the shared cache of recently read facts, which the commit listener keeps exact)."""
-        shared = self._shared
-        cached = shared.facts.get(doc_id)
-        if cached is not None:
-            shared.facts.move_to_end(doc_id)
-            # The one mutable part of a Fact: each caller gets its own copy of the metadata.
-            if cached.metadata is not None:
-                return attrs.evolve(cached, metadata=copy.deepcopy(cached.metadata))
-            return cached
-        revision = shared.index.revision
-        doc = await self.engine.get_document(doc_id)
-        if doc is None:
-            return None
-        s = self.index.facts.get(doc_id) or plain_stamp()
-        fact = Fact(
-            id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
-            entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
-            event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
-            ingest_time=s.ingest_time,
-            supersedes=tuple(x for x in s.supersedes if x in self.index.facts),
-            sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
-        )
-        shared.remember_fact(fact, revision)
-        return fact
+        """The fact ``doc_id`` (None if there is none); see ``facts``."""
+        return (await self.facts([doc_id]))[0]
+
+    async def facts(self, ids: Sequence[str]) -> list[Fact | None]:
+        """The facts ``ids``, in order (None where there is none): the stamp from the index, the
+        text, metadata and embedding from the engine, all the cache misses in one
+        ``get_documents`` call, or from the shared cache of recently read facts, which the
+        commit listener keeps exact. Each caller gets its own copy of a fact's metadata."""
+        cache = self._shared.facts
+        cached = cache.facts
+        out: list[Fact | None] = []
+        missing: list[int] = []
+        for doc_id in ids:
+            fact = cached.get(doc_id)
+            if fact is None:
+                missing.append(len(out))
+                out.append(None)
+            else:
+                out.append(fact if fact.metadata is None else _with_metadata(fact, fact.metadata))
+        cache.hits += len(out) - len(missing)
+        if missing:
+            cache.misses += len(missing)
+            await self._read_facts(ids, missing, out)
+        return out
+
+    async def _read_facts(self, ids: Sequence[str], missing: list[int],
+                          out: list[Fact | None]) -> None:
+        index = self.index
+        revision = index.revision
+        engine = self.engine
+        # One id (``get``): get_document, whose errors name the caller's ``id``.
+        docs = [await engine.get_document(ids[missing[0]])] if len(missing) == 1 else \
+            await engine.get_documents([ids[n] for n in missing])
+        # Cache only what was read at the latest revision (a large text is read in a worker
+        # thread, and a commit meanwhile may have changed what the index says of its links).
+        cache = self._shared.facts if index.revision == revision else None
+        facts = index.facts
+        plain = None
+        for n, doc in zip(missing, docs, strict=True):
+            if doc is None:
+                continue
+            s = facts.get(doc.id)
+            if s is None:
+                s = plain = plain or plain_stamp()
+            fact = Fact(
+                id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
+                entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
+                event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
+                ingest_time=s.ingest_time,
+                supersedes=tuple(x for x in s.supersedes if x in facts) if s.supersedes else (),
+                sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
+            )
+            if cache is not None:
+                cache.put(fact)
+            out[n] = fact if fact.metadata is None else _with_metadata(fact, fact.metadata)
 
     async def get(self, id: str) -> Fact | None:
         """The fact ``id``, or None (also for a forgotten one)."""
@@ -286,7 +410,7 @@ class Memory:
             raise InvalidRequest("id: expected a string")
         if id not in self.index.facts:
             raise NotFound(f"no fact {id!r}")
-        facts = [await self.fact(i) for i in self.index.chain(id, self.slot_policy)]
+        facts = await self.facts(self.index.chain(id, self.slot_policy))
         return [f for f in facts if f is not None]
 
     # -- recall, explain, forget (in their own modules) ------------------------------------------

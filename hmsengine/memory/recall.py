@@ -1,18 +1,21 @@
 """recall and explain: document search, then the temporal filter and the policies.
 
 The default path: with nothing in the store that can make a fact non-current (no validity
-window, no supersession link, no policy-linked slot), no recency policy, no ``known_at``, no
-filter, and ``history`` current or all, recall asks ``search_documents`` for exactly ``k`` results
-with the caller's options and returns its scores unmodified.
+window, no supersession link, no policy-linked slot), no episode, no recency policy, no
+``known_at``, no filter, and ``history`` current or all, recall asks ``search_documents`` for
+exactly ``k`` results with the caller's options and returns its scores unmodified; the facts of
+the hits are read in one batch (``Memory.facts``: a shared cache, then one ``get_documents``).
 
-Otherwise it asks for ``candidate_limit`` candidates (at most 1000 examined, never fewer than
+Otherwise it considers ``candidate_limit`` candidates (at most 1000 examined, never fewer than
 ``k``; exactly ``k`` when only a subject, entity or namespace filter applies to a store where
 every fact is current), restricted to the ids that match subject, entity, namespace, and kinds
-when they select few facts (the filtered search path); a broad kinds restriction (everything but episodes) is
-checked on the candidates instead. It drops what ``known_at`` hides and what the ``history``
-mode excludes, multiplies
-each score by the recency and historical multipliers, and returns the best ``k`` (ties keep
-search's order).
+when they select few facts (the filtered search path); a broad kinds restriction (everything but
+episodes) is checked on the candidates instead. It drops what ``known_at`` hides and what the
+``history`` mode excludes, multiplies each score by the recency and historical multipliers, and
+returns the best ``k`` (ties keep search's order). When no multiplier can reorder the survivors
+(no recency policy, no query embedding, one historical multiplier for all of them) those are
+search's first ``k`` survivors, so it asks search for ``3 k`` candidates first and for all of
+them only if fewer than ``k`` of those survive: the same answer, from fewer candidates.
 
 An explanation is computed only when asked, from the same numbers: its ``score`` equals the hit's.
 """
@@ -24,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import to_ms
 from ..config import KINDS
-from ..engine.values import check_embedding
+from ..engine.values import Hit, check_embedding
 from ..errors import InvalidRequest, NotFound
-from .values import Explanation, RecallHit
+from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -96,7 +99,17 @@ class _Plan:
 KINDS_AS_IDS_SHARE = 0.1
 
 
-def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str] | None, bool]:
+# A subject or entity with at most this many facts goes to search as a list of ids, not as the
+# index's shared frozenset. Search keeps what it resolved for a frozenset in a small cache (64
+# filters, first in first out); a stream of distinct subject filters (a fact's few versions
+# each) would push out the entities' (5,000 ids at 100k facts: ~1.8 ms to resolve) every time.
+# Resolving a small set again costs tens of microseconds (mostly fixed), and it would seldom be
+# found in that cache anyway once many distinct subjects pass through.
+SHARED_FILTER_MIN_IDS = 16
+
+
+def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str] | list[str] | None,
+                                                        bool]:
     """(ids that pass subject/entity/namespace and perhaps kinds, or None when nothing
     restricts; whether kinds must still be checked on the candidates)."""
     index = memory.index
@@ -115,7 +128,10 @@ def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str]
     if not sets:
         return None, kinds_matter
     if len(sets) == 1:
-        return sets[0], kinds_matter  # a shared frozenset: search caches what it resolved
+        only = sets[0]
+        if isinstance(only, frozenset) and len(only) <= SHARED_FILTER_MIN_IDS:
+            return list(only), kinds_matter
+        return only, kinds_matter  # a shared frozenset: search caches what it resolved
     sets.sort(key=len)
     return set(sets[0].intersection(*sets[1:])), kinds_matter
 
@@ -139,14 +155,60 @@ async def _query_vector(memory: Memory, query: str, embedding: Any) -> Any:
     return embedding
 
 
+# Options that leave recall on its default path when their values are the defaults' kind.
+_DEFAULT_PATH_OPTIONS = frozenset({"k", "history", "candidate_limit", "explain"})
+
+
+def _default_k(memory: Memory, options: dict[str, Any]) -> int | None:
+    """``k`` when recall is plainly search (the module docstring's default path) and no option
+    asks for more (``history`` current or all, no explanation, valid ``k`` and
+    ``candidate_limit``): then no plan is built. None otherwise (the plan validates and
+    decides)."""
+    k = 10
+    if options:
+        if not options.keys() <= _DEFAULT_PATH_OPTIONS:
+            return None
+        k = options.get("k", 10)
+        limit = options.get("candidate_limit", 100)
+        if k.__class__ is not int or not 1 <= k <= MAX_CANDIDATES or limit.__class__ is not int \
+                or not 1 <= limit <= MAX_CANDIDATES or options.get("explain") \
+                or options.get("history", "current") not in ("current", "all"):
+            return None
+    index = memory.index
+    if memory.embedder is not None or memory.config.recency.kind != "none" \
+            or index.kind_counts.get("episode") or index.is_temporal(memory.slot_policy):
+        return None
+    return k
+
+
+async def _current_hits(memory: Memory, hits: list[Hit]) -> list[RecallHit]:
+    """The RecallHits (status current, search's scores) of ``hits``; a fact forgotten while we
+    read is left out. Straight from the shared cache when every fact is there (most of what
+    default recall adds to the search), else through ``memory.facts``."""
+    cache = memory._shared.facts
+    out = cached_recall_hits(hits, cache.facts, "current")
+    if out is not None:
+        cache.hits += len(out)
+        return out
+    facts = await memory.facts([h.id for h in hits])
+    return [recall_hit(fact, h.score, "current")
+            for h, fact in zip(hits, facts, strict=True) if fact is not None]
+
+
 async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+    k = _default_k(memory, options)
+    if k is not None:
+        hits = await memory.engine.search_documents(query, k=k,
+                                                    semantic_weight=memory.config.semantic_weight)
+        return await _current_hits(memory, hits)
     plan = _Plan(memory, options)
-    scored = await _rank(memory, query, plan)
+    scored = (await _rank(memory, query, plan))[: plan.k]
+    facts = await memory.facts([doc_id for doc_id, _, _, _ in scored])
     out = []
-    for rank, (doc_id, score, status, hit) in enumerate(scored[: plan.k], start=1):
-        fact = await memory.fact(doc_id)
+    for rank, ((doc_id, score, status, hit), fact) in enumerate(zip(scored, facts, strict=True),
+                                                                start=1):
         if fact is None:  # forgotten while we ranked
             continue
         explanation = _explanation(memory, query, plan, doc_id, hit, status, rank, score,
@@ -155,39 +217,88 @@ async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
     return out
 
 
+# When the multipliers cannot reorder the survivors, the best k of ``candidate_limit``
+# candidates are the first k survivors in search's order, so a search for this many times k
+# candidates is tried first; only if fewer than k of those survive is the full limit asked for.
+FIRST_CANDIDATES = 3
+
+
 async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, float, str, Any]]:
-    """(id, score, status, search hit) of every surviving candidate, best first."""
+    """(id, score, status, search hit) of every surviving candidate, best first.
+
+    With no recency policy, lexical search only (no query embedding) and a history mode whose
+    historical multiplier is the same for every survivor, the scores keep search's order: then
+    only the first ``plan.k`` survivors are returned, from as few candidates as give them
+    (search's top n is the first n of its top ``candidate_limit``: its ranking is a total order,
+    score then document number); the result is the same as from all ``candidate_limit``.
+    """
     index = memory.index
     embedding = await _query_vector(memory, query, plan.embedding)
     plan.embedding = embedding
     allowed, check_kinds = _allowed_ids(memory, plan)
+    slot_policy = memory.slot_policy
+    no_recency = memory.config.recency.kind == "none"
     # Nothing can drop or re-weight a candidate: every fact is current, no known_at, no
     # recency; search's own top k (filtered by ids when asked) is the answer.
     plain = (not check_kinds and plan.known_at is None and plan.history != "historical"
-             and memory.config.recency.kind == "none" and not index.is_temporal(memory.slot_policy))
+             and no_recency and not index.is_temporal(slot_policy))
+    semantic_weight = memory.config.semantic_weight
     if plain and allowed is None:
         hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding,
-                                                    semantic_weight=memory.config.semantic_weight)
+                                                    semantic_weight=semantic_weight)
         return [(h.id, h.score, "current", h) for h in hits]
     if allowed is not None and not allowed:
         return []
-    hits = await memory.engine.search_documents(
-        query, k=plan.k if plain else min(plan.limit, MAX_CANDIDATES), embedding=embedding,
-        ids=allowed, semantic_weight=memory.config.semantic_weight)
+    limit = plan.k if plain else min(plan.limit, MAX_CANDIDATES)
+    multiplier = memory.config.historical_multiplier
+    in_order = no_recency and embedding is None and (
+        plan.history == "current" or multiplier == 1.0
+        or (plan.history == "historical" and multiplier >= 0))
+    first = min(limit, FIRST_CANDIDATES * plan.k) if in_order else limit
+    while True:
+        hits = await memory.engine.search_documents(query, k=first, embedding=embedding,
+                                                    ids=allowed, semantic_weight=semantic_weight)
+        ranked = _survivors(memory, plan, hits, check_kinds, plan.k if in_order else None)
+        if first == limit or len(ranked) >= plan.k or len(hits) < first:
+            break
+        first = limit  # too few survived among the first candidates: take them all
+    if not in_order:
+        ranked.sort(key=lambda r: (-r[0], r[1]))
+    return [(doc_id, score, status, h) for score, _, doc_id, status, h in ranked]
+
+
+def _survivors(memory: Memory, plan: _Plan, hits: list[Any], check_kinds: bool,
+               enough: int | None) -> list[tuple[float, int, str, str, Any]]:
+    """(score, position, id, status, hit) of the candidates ``plan`` keeps, in search's order,
+    stopping at ``enough`` of them when given."""
+    index = memory.index
+    facts = index.facts
+    slot_policy = memory.slot_policy
+    history = plan.history
+    known_at = plan.known_at
+    plain_weights = memory.config.recency.kind == "none" and (
+        history == "current" or memory.config.historical_multiplier == 1.0)
     ranked = []
     for position, h in enumerate(hits):
-        if not index.visible(h.id, plan.known_at):
+        doc_id = h.id
+        s = facts.get(doc_id)
+        if s is None or (known_at is not None and s.ingest_time > known_at):
+            continue  # forgotten meanwhile, or not known at known_at
+        if check_kinds and s.kind not in plan.kinds:
             continue
-        if check_kinds and index.facts[h.id].kind not in plan.kinds:
+        status = index.status(doc_id, plan.t, known_at, slot_policy)
+        if (history == "current" and status != "current") or \
+                (history == "historical" and status == "current"):
             continue
-        status = index.status(h.id, plan.t, plan.known_at, memory.slot_policy)
-        if (plan.history == "current" and status != "current") or \
-                (plan.history == "historical" and status == "current"):
-            continue
-        recency, historical = _multipliers(memory, h.id, status, plan)
-        ranked.append((h.score * recency * historical, position, h.id, status, h))
-    ranked.sort(key=lambda r: (-r[0], r[1]))
-    return [(doc_id, score, status, h) for score, _, doc_id, status, h in ranked]
+        if plain_weights:
+            score = h.score  # both multipliers are 1.0
+        else:
+            recency, historical = _multipliers(memory, doc_id, status, plan)
+            score = h.score * recency * historical
+        ranked.append((score, position, doc_id, status, h))
+        if enough is not None and len(ranked) >= enough:
+            break
+    return ranked
 
 
 def _explanation(memory: Memory, query: str, plan: _Plan, doc_id: str, hit: Any, status: str,

@@ -106,6 +106,50 @@ class RecallHit:
     explanation: Explanation | None = None
 
 
+def _slot_setter(cls: type, name: str) -> Any:
+    return cls.__dict__[name].__set__
+
+
+_new = object.__new__
+_set_fact = _slot_setter(RecallHit, "fact")
+_set_score = _slot_setter(RecallHit, "score")
+_set_status = _slot_setter(RecallHit, "status")
+_set_explanation = _slot_setter(RecallHit, "explanation")
+
+
+def cached_recall_hits(hits: Sequence[Any], facts: Mapping[str, Fact],
+                       status: str) -> list[RecallHit] | None:
+    """``[RecallHit(fact=facts[h.id], score=h.score, status=status) for h in hits]`` when every
+    hit's fact is in ``facts`` and has no metadata (which each caller must get a copy of);
+    None otherwise. Recall's hot path: the values are built as ``recall_hit`` builds them,
+    inline (a call per hit would cost a fifth of the loop)."""
+    get = facts.get
+    out = []
+    for h in hits:
+        fact = get(h.id)
+        if fact is None or fact.metadata is not None:
+            return None
+        hit: RecallHit = _new(RecallHit)
+        _set_fact(hit, fact)
+        _set_score(hit, h.score)
+        _set_status(hit, status)
+        _set_explanation(hit, None)
+        out.append(hit)
+    return out
+
+
+def recall_hit(fact: Fact, score: float, status: str) -> RecallHit:
+    """``RecallHit(fact=fact, score=score, status=status)``, the same value, built in about
+    two thirds of the time (recall makes k of them per call): its slots are set directly, as
+    the frozen class's own ``__init__`` does, without the per-call setter lookup."""
+    hit: RecallHit = _new(RecallHit)
+    _set_fact(hit, fact)
+    _set_score(hit, score)
+    _set_status(hit, status)
+    _set_explanation(hit, None)
+    return hit
+
+
 SCOPE_KINDS = ("ids", "subject", "entity", "namespace", "ingested_before", "event_before", "metadata")
 
 
