@@ -108,16 +108,35 @@ class Entries(MutableMapping[str, DocEntry]):
     def __contains__(self, doc_id: object) -> bool:
         if doc_id in self._over:
             return True
+        if not self._ids:
+            return False
         row = self._row_of.get(doc_id) if isinstance(doc_id, str) else None
         return row is not None and bool(self._live_key[row] >= 0)
 
     def __setitem__(self, doc_id: str, entry: DocEntry) -> None:
-        if doc_id not in self:
+        self.replace(doc_id, entry)
+
+    def replace(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
+        """Install ``entry`` under ``doc_id``; return the entry it replaces, if any (one pass:
+        every put of the writer goes through here)."""
+        over = self._over
+        old = over.get(doc_id)
+        over[doc_id] = entry
+        if old is not None:
+            row = self._row_of.get(doc_id) if self._ids else None
+            if row is not None:
+                self._live_key[row] = entry.key
+            return old
+        row = self._row_of.get(doc_id) if self._ids else None
+        if row is None:
             self._len += 1
-        self._over[doc_id] = entry
-        row = self._row_of.get(doc_id)
-        if row is not None:
+            return None
+        if self._live_key[row] < 0:
+            self._len += 1
             self._live_key[row] = entry.key
+            return None
+        self._live_key[row] = entry.key
+        return self._row(row)
 
     def __delitem__(self, doc_id: str) -> None:
         if doc_id not in self:
@@ -227,8 +246,7 @@ class DocTable:
 
     def put(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         """Install ``entry``; return the replaced entry (whose record is now dead), if any."""
-        old = self.get(doc_id)
-        self.entries[doc_id] = entry
+        old = self.entries.replace(doc_id, entry)
         if is_tombstone_json(entry.metadata_json):
             self.tombstones.add(doc_id)
         elif old is not None:
