@@ -384,6 +384,26 @@ class Engine:
             hits = [h for h in hits if h.id not in tombstones]
         return hits
 
+    async def search_ids(
+        self, query: str, *, k: int = 10, embedding: Any = None,
+        ids: list[str] | set[str] | frozenset[str] | None = None,
+        metadata: dict[str, Any] | None = None, semantic: str | None = None,
+        lexical_weight: float = 1.0, semantic_weight: float = 1.0,
+    ) -> list[tuple[str, float]]:
+        """``search_documents``'s ranking as ``(id, fused score)`` pairs: the same documents in
+        the same order, with the same options, validation and guarantees, without building a
+        ``Hit`` per result (for callers that need only ids and scores, such as recall)."""
+        self._check_open()
+        found, scored = await readers.search_ranked(
+            self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
+            semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
+        )
+        pairs = [(doc_id, s.score) for doc_id, s in zip(found, scored, strict=True)]
+        tombstones = self._core.table.tombstones
+        if tombstones:
+            pairs = [p for p in pairs if p[0] not in tombstones]
+        return pairs
+
     @property
     def revision(self) -> int:
         """The number of transactions committed to this store; grows by one with each."""

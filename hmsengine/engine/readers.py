@@ -176,16 +176,22 @@ def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
-async def search_documents(indexer: Indexer, query: object, **options: Any) -> list[Hit]:
+async def search_ranked(indexer: Indexer, query: object,
+                        **options: Any) -> tuple[list[str], list[executor.Scored]]:
+    """The ids and scores of a search, best first (what ``search_documents`` makes Hits of)."""
     snap = indexer.snapshot
     q = build_query(indexer, query, **options)
     if q is None:
-        return []
+        return [], []
     prepared = executor.prepare(snap, q)
     if prepared.work <= INLINE_WORK:
         scored = executor.run(snap, q, prepared)
     else:
         scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
-    ids = snap.ids_of([s.docnum for s in scored])
+    return snap.ids_of([s.docnum for s in scored]), scored
+
+
+async def search_documents(indexer: Indexer, query: object, **options: Any) -> list[Hit]:
+    ids, scored = await search_ranked(indexer, query, **options)
     return [Hit(id=doc_id, score=s.score, lexical=s.lexical, semantic=s.semantic)
             for doc_id, s in zip(ids, scored, strict=True)]

@@ -180,6 +180,11 @@ def _find(doc_ids: npt.NDArray[np.int32], lo: int, hi: int, d: int) -> int:
     return -1
 
 
+# A term whose postings are at most this many times the candidates is merged with them in one
+# pass (reading each posting once); a longer one is binary-searched per candidate.
+MERGE_RATIO = 16
+
+
 @jit
 def bm25_score_docs(
     offsets: npt.NDArray[np.int64],
@@ -192,28 +197,49 @@ def bm25_score_docs(
 ) -> npt.NDArray[np.float64]:
     """BM25 scores of the candidate local documents ``docs: int32[m]`` as float64[m].
 
-    The filtered path for a small candidate set: per candidate, per term in order, a binary search
-    in the term's postings. Same arithmetic and order as ``bm25_accumulate``, so a document gets
-    bit-identical scores on both paths. A candidate matching no term scores 0.0 (a match always
-    scores > 0 with positive weights). O(m * q * log(df)). Raises ValueError for a candidate
-    outside ``[0, len(norms))``.
+    The filtered path for a small candidate set. Term by term in order, each candidate's score
+    starting from 0.0 gets the same contributions in the same order as in ``bm25_accumulate``,
+    so a document gets bit-identical scores on both paths. When ``docs`` is strictly ascending,
+    a term with at most ``MERGE_RATIO * m`` postings is merged with the candidates in one pass;
+    otherwise each candidate is binary-searched in the term's postings: O(m * q * log(df)) at
+    worst. A candidate matching no term scores 0.0 (a match always scores > 0 with positive
+    weights). Raises ValueError for a candidate outside ``[0, len(norms))``.
     """
     n_terms = offsets.shape[0] - 1
-    out = np.zeros(docs.shape[0], dtype=np.float64)
-    for j in range(docs.shape[0]):
+    m = docs.shape[0]
+    out = np.zeros(m, dtype=np.float64)
+    ascending = True
+    for j in range(m):
         d = docs[j]
         if d < 0 or d >= norms.shape[0]:
             raise ValueError("candidate document number out of range")
-        s = 0.0
-        for qi in range(term_ids.shape[0]):
-            t = term_ids[qi]
-            if t < 0 or t >= n_terms:
-                continue
-            p = _find(doc_ids, offsets[t], offsets[t + 1], d)
-            if p >= 0:
-                tf = np.float64(tfs[p])
-                s += term_weights[qi] * tf * K1_PLUS_1 / (tf + norms[d])
-        out[j] = s
+        if j > 0 and d <= docs[j - 1]:
+            ascending = False
+    for qi in range(term_ids.shape[0]):
+        t = term_ids[qi]
+        if t < 0 or t >= n_terms:
+            continue
+        lo = offsets[t]
+        hi = offsets[t + 1]
+        w = term_weights[qi]
+        if ascending and hi - lo <= MERGE_RATIO * m:
+            p = lo
+            for j in range(m):
+                d = docs[j]
+                while p < hi and doc_ids[p] < d:
+                    p += 1
+                if p == hi:
+                    break
+                if doc_ids[p] == d:
+                    tf = np.float64(tfs[p])
+                    out[j] += w * tf * K1_PLUS_1 / (tf + norms[d])
+        else:
+            for j in range(m):
+                d = docs[j]
+                p = _find(doc_ids, lo, hi, d)
+                if p >= 0:
+                    tf = np.float64(tfs[p])
+                    out[j] += w * tf * K1_PLUS_1 / (tf + norms[d])
     return out
 
 

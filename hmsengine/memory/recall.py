@@ -2,8 +2,9 @@
 
 The default path: with nothing in the store that can make a fact non-current (no validity
 window, no supersession link, no policy-linked slot), no episode, no recency policy, no
-``known_at``, no filter, and ``history`` current or all, recall asks ``search_documents`` for
-exactly ``k`` results with the caller's options and returns its scores unmodified; the facts of
+``known_at``, no filter, and ``history`` current or all, recall asks search (``search_ids``: the
+ranking of ``search_documents`` without its Hit values) for exactly ``k`` results with the
+caller's options and returns its scores unmodified; the facts of
 the hits are read in one batch (``Memory.facts``: a shared cache, then one ``get_documents``).
 
 Otherwise it considers ``candidate_limit`` candidates (at most 1000 examined, never fewer than
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import to_ms
 from ..config import KINDS
-from ..engine.values import Hit, check_embedding
+from ..engine.values import check_embedding
 from ..errors import InvalidRequest, NotFound
 from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
 
@@ -181,18 +182,18 @@ def _default_k(memory: Memory, options: dict[str, Any]) -> int | None:
     return k
 
 
-async def _current_hits(memory: Memory, hits: list[Hit]) -> list[RecallHit]:
-    """The RecallHits (status current, search's scores) of ``hits``; a fact forgotten while we
-    read is left out. Straight from the shared cache when every fact is there (most of what
-    default recall adds to the search), else through ``memory.facts``."""
+async def _current_hits(memory: Memory, hits: list[tuple[str, float]]) -> list[RecallHit]:
+    """The RecallHits (status current, search's scores) of ``(id, score)`` hits; a fact forgotten
+    while we read is left out. Straight from the shared cache when every fact is there (most of
+    what default recall adds to the search), else through ``memory.facts``."""
     cache = memory._shared.facts
     out = cached_recall_hits(hits, cache.facts, "current")
     if out is not None:
         cache.hits += len(out)
         return out
-    facts = await memory.facts([h.id for h in hits])
-    return [recall_hit(fact, h.score, "current")
-            for h, fact in zip(hits, facts, strict=True) if fact is not None]
+    facts = await memory.facts([doc_id for doc_id, _ in hits])
+    return [recall_hit(fact, score, "current")
+            for (_, score), fact in zip(hits, facts, strict=True) if fact is not None]
 
 
 async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
@@ -200,11 +201,12 @@ async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
     k = _default_k(memory, options)
     if k is not None:
-        hits = await memory.engine.search_documents(query, k=k,
-                                                    semantic_weight=memory.config.semantic_weight)
-        return await _current_hits(memory, hits)
+        # The ranking only: recall builds its own values, so search need not build Hits.
+        pairs = await memory.engine.search_ids(query, k=k,
+                                               semantic_weight=memory.config.semantic_weight)
+        return await _current_hits(memory, pairs)
     plan = _Plan(memory, options)
-    scored = (await _rank(memory, query, plan))[: plan.k]
+    scored = (await _rank(memory, query, plan, hits_needed=plan.explain))[: plan.k]
     facts = await memory.facts([doc_id for doc_id, _, _, _ in scored])
     out = []
     for rank, ((doc_id, score, status, hit), fact) in enumerate(zip(scored, facts, strict=True),
@@ -223,8 +225,20 @@ async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
 FIRST_CANDIDATES = 3
 
 
-async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, float, str, Any]]:
-    """(id, score, status, search hit) of every surviving candidate, best first.
+async def _search(memory: Memory, query: str, hits_needed: bool,
+                  **options: Any) -> list[tuple[str, float, Any]]:
+    """(id, score, Hit) of a search's results; the Hit (each signal's score, for explanations)
+    only when ``hits_needed``, else None and no Hit is built (``Engine.search_ids``)."""
+    if hits_needed:
+        return [(h.id, h.score, h) for h in await memory.engine.search_documents(query, **options)]
+    return [(doc_id, score, None) for doc_id, score in
+            await memory.engine.search_ids(query, **options)]
+
+
+async def _rank(memory: Memory, query: str, plan: _Plan,
+                hits_needed: bool) -> list[tuple[str, float, str, Any]]:
+    """(id, score, status, search hit or None) of every surviving candidate, best first; the
+    search hits only when ``hits_needed`` (an explanation reads each signal's score).
 
     With no recency policy, lexical search only (no query embedding) and a history mode whose
     historical multiplier is the same for every survivor, the scores keep search's order: then
@@ -244,9 +258,9 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
              and no_recency and not index.is_temporal(slot_policy))
     semantic_weight = memory.config.semantic_weight
     if plain and allowed is None:
-        hits = await memory.engine.search_documents(query, k=plan.k, embedding=embedding,
-                                                    semantic_weight=semantic_weight)
-        return [(h.id, h.score, "current", h) for h in hits]
+        found = await _search(memory, query, hits_needed, k=plan.k, embedding=embedding,
+                              semantic_weight=semantic_weight)
+        return [(doc_id, score, "current", h) for doc_id, score, h in found]
     if allowed is not None and not allowed:
         return []
     limit = plan.k if plain else min(plan.limit, MAX_CANDIDATES)
@@ -256,8 +270,8 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
         or (plan.history == "historical" and multiplier >= 0))
     first = min(limit, FIRST_CANDIDATES * plan.k) if in_order else limit
     while True:
-        hits = await memory.engine.search_documents(query, k=first, embedding=embedding,
-                                                    ids=allowed, semantic_weight=semantic_weight)
+        hits = await _search(memory, query, hits_needed, k=first, embedding=embedding,
+                             ids=allowed, semantic_weight=semantic_weight)
         ranked = _survivors(memory, plan, hits, check_kinds, plan.k if in_order else None)
         if first == limit or len(ranked) >= plan.k or len(hits) < first:
             break
@@ -267,10 +281,11 @@ async def _rank(memory: Memory, query: str, plan: _Plan) -> list[tuple[str, floa
     return [(doc_id, score, status, h) for score, _, doc_id, status, h in ranked]
 
 
-def _survivors(memory: Memory, plan: _Plan, hits: list[Any], check_kinds: bool,
-               enough: int | None) -> list[tuple[float, int, str, str, Any]]:
-    """(score, position, id, status, hit) of the candidates ``plan`` keeps, in search's order,
-    stopping at ``enough`` of them when given."""
+def _survivors(memory: Memory, plan: _Plan, hits: list[tuple[str, float, Any]],
+               check_kinds: bool, enough: int | None) -> list[tuple[float, int, str, str, Any]]:
+    """(score, position, id, status, hit) of the candidates ``plan`` keeps among the (id,
+    score, hit) results of a search, in search's order, stopping at ``enough`` of them when
+    given."""
     index = memory.index
     facts = index.facts
     slot_policy = memory.slot_policy
@@ -279,8 +294,7 @@ def _survivors(memory: Memory, plan: _Plan, hits: list[Any], check_kinds: bool,
     plain_weights = memory.config.recency.kind == "none" and (
         history == "current" or memory.config.historical_multiplier == 1.0)
     ranked = []
-    for position, h in enumerate(hits):
-        doc_id = h.id
+    for position, (doc_id, hit_score, h) in enumerate(hits):
         s = facts.get(doc_id)
         if s is None or (known_at is not None and s.ingest_time > known_at):
             continue  # forgotten meanwhile, or not known at known_at
@@ -291,10 +305,10 @@ def _survivors(memory: Memory, plan: _Plan, hits: list[Any], check_kinds: bool,
                 (history == "historical" and status == "current"):
             continue
         if plain_weights:
-            score = h.score  # both multipliers are 1.0
+            score = hit_score  # both multipliers are 1.0
         else:
             recency, historical = _multipliers(memory, doc_id, status, plan)
-            score = h.score * recency * historical
+            score = hit_score * recency * historical
         ranked.append((score, position, doc_id, status, h))
         if enough is not None and len(ranked) >= enough:
             break
@@ -329,7 +343,7 @@ async def explain(memory: Memory, query: str, doc_id: str, **options: Any) -> Ex
         raise NotFound(f"no fact {doc_id!r}")
     options = {**options, "explain": False}
     plan = _Plan(memory, options)
-    scored = await _rank(memory, query, plan)
+    scored = await _rank(memory, query, plan, hits_needed=True)
     fact = await memory.fact(doc_id)
     if fact is None:
         raise NotFound(f"no fact {doc_id!r}")

@@ -117,21 +117,21 @@ _set_status = _slot_setter(RecallHit, "status")
 _set_explanation = _slot_setter(RecallHit, "explanation")
 
 
-def cached_recall_hits(hits: Sequence[Any], facts: Mapping[str, Fact],
+def cached_recall_hits(hits: Sequence[tuple[str, float]], facts: Mapping[str, Fact],
                        status: str) -> list[RecallHit] | None:
-    """``[RecallHit(fact=facts[h.id], score=h.score, status=status) for h in hits]`` when every
-    hit's fact is in ``facts`` and has no metadata (which each caller must get a copy of);
+    """``[RecallHit(fact=facts[id], score=score, status=status) for id, score in hits]`` when
+    every hit's fact is in ``facts`` and has no metadata (which each caller must get a copy of);
     None otherwise. Recall's hot path: the values are built as ``recall_hit`` builds them,
     inline (a call per hit would cost a fifth of the loop)."""
     get = facts.get
     out = []
-    for h in hits:
-        fact = get(h.id)
+    for doc_id, score in hits:
+        fact = get(doc_id)
         if fact is None or fact.metadata is not None:
             return None
         hit: RecallHit = _new(RecallHit)
         _set_fact(hit, fact)
-        _set_score(hit, h.score)
+        _set_score(hit, score)
         _set_status(hit, status)
         _set_explanation(hit, None)
         out.append(hit)

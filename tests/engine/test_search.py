@@ -271,3 +271,21 @@ async def test_large_corpus_segmentation_does_not_change_results():
         for query in LARGE_QUERIES:
             assert await one.search_documents(query, k=10) == \
                 await many.search_documents(query, k=10)
+
+
+async def test_search_ids_is_the_ranking_of_search_documents():
+    """search_ids gives exactly search_documents's ids and fused scores, in order, with the same
+    options and validation; purged ids stay out of both."""
+    async with Engine.open(None) as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": f"apple {'pear ' * (i % 5)}kiwi{i % 3}",
+                                     "metadata": {"g": i % 4}} for i in range(200)])
+        await engine.transact(tombstones=["d3"])
+        for query, options in [("apple", {}), ("pear kiwi1", {"k": 25}),
+                               ("apple pear", {"ids": [f"d{i}" for i in range(0, 200, 3)]}),
+                               ("kiwi2", {"metadata": {"g": 2}, "k": 7}), ("nothing", {}),
+                               ("apple", {"semantic": "ngram", "semantic_weight": 0.5})]:
+            hits = await engine.search_documents(query, **options)
+            assert await engine.search_ids(query, **options) == [(h.id, h.score) for h in hits]
+            assert all(h.id != "d3" for h in hits)
+        with pytest.raises(InvalidRequest):
+            await engine.search_ids("apple", k=0)

@@ -89,11 +89,17 @@ def test_score_docs_bit_identical_to_accumulate(c: dict[str, Any]) -> None:
         c["offsets"], c["doc_ids"], c["tfs"], c["norms"], c["term_ids"], c["weights"],
         everyone, acc, seen, touched, 0,
     )  # fmt: skip
-    candidates = np.arange(n, dtype=np.int32)[::-1].copy()
-    got = bm25.bm25_score_docs(
-        c["offsets"], c["doc_ids"], c["tfs"], c["norms"], c["term_ids"], c["weights"], candidates
-    )
-    assert got.tobytes() == acc[candidates].tobytes()
+    # Descending candidates are binary-searched; ascending ones are merged with the postings of
+    # each term short enough (MERGE_RATIO), the rest binary-searched: every path, same bits.
+    everything = np.arange(n, dtype=np.int32)
+    rng = np.random.default_rng(n)
+    some = np.flatnonzero(rng.random(n) < 0.3).astype(np.int32)
+    for candidates in (everything[::-1].copy(), everything, some, some[:1]):
+        got = bm25.bm25_score_docs(
+            c["offsets"], c["doc_ids"], c["tfs"], c["norms"], c["term_ids"], c["weights"],
+            candidates,
+        )  # fmt: skip
+        assert got.tobytes() == acc[candidates].tobytes()
     topk.reset_touched(acc, seen, touched, n_touched)
     assert not acc.any() and not seen.any()
 

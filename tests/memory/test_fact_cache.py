@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from hmsengine import Engine, ForgetScope, Hit, InvalidRequest, Memory, RecallHit
+from hmsengine import Engine, ForgetScope, InvalidRequest, Memory, RecallHit
 from hmsengine.memory.memory import FactCache, fact_bytes
 from hmsengine.memory.values import cached_recall_hits, recall_hit
 
@@ -198,8 +198,7 @@ def test_recall_hit_builds_the_same_value() -> None:
     assert type(hit) is RecallHit and hit.explanation is None
     with pytest.raises(AttributeError):
         hit.score = 2.0  # type: ignore[misc]
-    hits = [Hit(id="a", score=2.0, lexical=2.0, semantic=None),
-            Hit(id="a", score=1.0, lexical=1.0, semantic=None)]
+    hits = [("a", 2.0), ("a", 1.0)]  # (id, score) pairs, as Engine.search_ids gives them
     assert cached_recall_hits(hits, {"a": fact}, "current") == \
         [RecallHit(fact=fact, score=2.0, status="current"),
          RecallHit(fact=fact, score=1.0, status="current")]
@@ -243,15 +242,15 @@ async def test_fewer_candidates_give_the_same_recall(monkeypatch: pytest.MonkeyP
                                 {"as_of": now - 5 * 10**8}):
                     cases.append((query, k, options))
         asked: list[int] = []
-        search = engine.search_documents
+        search = engine.search_ids  # what recall ranks with when no explanation is asked
 
         async def counting(query: str, **options: Any) -> Any:
             asked.append(options["k"])
             return await search(query, **options)
 
-        engine.search_documents = counting  # type: ignore[method-assign]
+        engine.search_ids = counting  # type: ignore[method-assign]
         fast = [await memory.recall(q, k=k, **o) for q, k, o in cases]
-        engine.search_documents = search  # type: ignore[method-assign]
+        engine.search_ids = search  # type: ignore[method-assign]
         # Both paths ran: answers from 3k candidates, and fallbacks to all of them.
         assert 9 in asked and 30 in asked and asked.count(100) > 0 and len(asked) > len(cases)
         monkeypatch.setattr(recall_module, "FIRST_CANDIDATES", 10**6)
