@@ -15,6 +15,7 @@ the lock. No ``ExceptionGroup`` escapes: see ``actor.raise_single`` for the poli
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -521,12 +522,11 @@ def _tombstone_pair(value: tuple[Any, ...], n: int) -> tuple[Any, int]:
 
 
 def _document(doc_id: str, text: str, entry: Any) -> Document:
-    import json
-
+    # tolist() gives the same Python floats as float() of each float32, ~5x faster (384 dims).
     return Document(
         id=doc_id, text=text,
         metadata=None if entry.metadata_json is None else json.loads(entry.metadata_json),
-        embedding=None if entry.embedding is None else tuple(float(x) for x in entry.embedding),
+        embedding=None if entry.embedding is None else tuple(entry.embedding.tolist()),
     )
 
 

@@ -93,7 +93,9 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
 
 # Resolved filters of frozenset ids (immutable, so their identity is their content), per
 # snapshot: the memory layer passes the same frozenset for repeated subject or entity filters,
-# and resolving thousands of ids to document numbers costs more than the search itself.
+# and resolving thousands of ids to document numbers costs more than the search itself. The
+# least recently used goes when full, so a stream of one-off filters does not push out the
+# ones asked again and again.
 FILTER_CACHE_SIZE = 64
 Resolved = tuple[dict[int, np.ndarray] | None, dict[int, np.ndarray] | None]
 
@@ -101,9 +103,11 @@ Resolved = tuple[dict[int, np.ndarray] | None, dict[int, np.ndarray] | None]
 def _cached_filter(indexer: Indexer, snap: Any, ids: object) -> Resolved | None:
     if not isinstance(ids, frozenset):
         return None
-    entry = indexer.filter_cache.get(id(ids))
+    cache = indexer.filter_cache
+    entry = cache.get(id(ids))
     if entry is None or entry[0] is not ids or entry[1] is not snap:
         return None
+    cache[id(ids)] = cache.pop(id(ids))  # least recently used goes first, not first in
     resolved: Resolved = entry[2]
     return resolved
 

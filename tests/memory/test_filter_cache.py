@@ -37,3 +37,23 @@ async def test_search_with_frozenset_ids_is_recomputed_after_a_write() -> None:
         assert (await engine.search_documents("otter", k=3, ids=ids))[0].id == "later"
         await engine.delete_document("later")
         assert "later" not in {h.id for h in await engine.search_documents("otter", k=3, ids=ids)}
+
+
+async def test_a_filter_asked_again_survives_a_stream_of_one_off_filters() -> None:
+    """The resolved-filter cache drops the least recently used entry, so a frozenset filter
+    that keeps being asked stays cached while more one-off filters than fit pass through."""
+    from hmsengine.engine import readers
+
+    async with Engine.open(None) as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": f"otter word{i}"} for i in range(300)])
+        hot = frozenset(f"d{i}" for i in range(0, 300, 2))
+        want = await engine.search_documents("otter", k=5, ids=hot)
+        cache = engine._indexer.filter_cache
+        resolved = cache[id(hot)][2]
+        for n in range(3 * readers.FILTER_CACHE_SIZE):
+            await engine.search_documents("otter", k=3, ids=frozenset({f"d{n % 300}", "d1"}))
+            if n % 8 == 0:
+                assert await engine.search_documents("otter", k=5, ids=hot) == want
+        assert len(cache) <= readers.FILTER_CACHE_SIZE
+        # Resolved once and never evicted (first-in-first-out would have dropped it by now).
+        assert cache[id(hot)][0] is hot and cache[id(hot)][2] is resolved
