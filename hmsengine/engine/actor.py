@@ -1,4 +1,4 @@
-"""Actor plumbing: the one-shot reply slot and exception-group unwrapping.
+"""Actor plumbing: the one-shot reply slot, exception-group unwrapping, and a background thread.
 
 A caller sends a message carrying a :class:`ReplySlot`; the actor resolves the slot with the
 outcome (a value or the exception it hit), so an error inside the actor re-raises in the caller's
@@ -7,7 +7,9 @@ task and never kills the actor.
 
 from __future__ import annotations
 
-from typing import Generic, NoReturn, TypeVar
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, NoReturn, TypeVar
 
 import outcome
 import trio
@@ -73,3 +75,29 @@ def raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
     if others:
         chosen.add_note("also raised: " + "; ".join(repr(e) for e in others))
     raise chosen from chosen.__cause__
+
+
+class Background:
+    """A function started at once in a thread of its own (not trio's pool: the opener needs it
+    beside a ``to_thread`` call of its own); ``join`` waits, ``result`` waits and re-raises what
+    the function raised. Daemon, so an abandoned one never holds up interpreter exit."""
+
+    def __init__(self, function: Callable[[], Any], name: str = "hmsengine-background") -> None:
+        self._error: BaseException | None = None
+        self._function = function
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._function()
+        except BaseException as exc:  # handed to the opener by result()
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -31,7 +30,7 @@ from ..kernels.jit import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
 from . import readers
-from .actor import ReplySlot, raise_single
+from .actor import Background, ReplySlot, raise_single
 from .compaction import CompactReport
 from .indexer import Indexer
 from .store import StoreCore
@@ -530,30 +529,6 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
     )
 
 
-class _Background:
-    """A function running in a thread of its own; ``result`` re-raises what it raised."""
-
-    def __init__(self, function: Callable[[], Any]) -> None:
-        self._error: BaseException | None = None
-        self._function = function
-        self._thread = threading.Thread(target=self._run, name="hmsengine-warm-up", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._function()
-        except BaseException as exc:  # handed to the opener by result()
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-
 @asynccontextmanager
 async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
                      embedding_dim: int | None, analyzer: str,
@@ -562,7 +537,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     now = clock()
     # Compile (or load from numba's cache) every kernel before the first query needs it, in a
     # thread of its own while the store is recovered: much of both runs without the GIL.
-    warming = _Background(warm_up)
+    warming = Background(warm_up, "hmsengine-warm-up")
     try:
         core = await trio.to_thread.run_sync(
             lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
