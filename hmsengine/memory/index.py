@@ -39,6 +39,7 @@ class MemoryIndex:
         # (the engine caches what it resolved for an immutable filter); dropped on any change.
         self._frozen: dict[tuple[str, str], frozenset[str]] = {}
         self.windows = 0  # facts with valid_from or valid_to
+        self.shared_slots = 0  # subject slots holding two facts or more (policy-linked)
         self.links = 0  # explicit supersedes links
         self.revision = 0
         # Facts with equal compact stamps share one Stamp object (see StampParser).
@@ -115,7 +116,10 @@ class MemoryIndex:
         self.facts[doc_id] = s
         self.kind_counts[s.kind] = self.kind_counts.get(s.kind, 0) + 1
         if s.subject is not None:
-            self.slots.setdefault((s.namespace, s.subject), set()).add(doc_id)
+            slot = self.slots.setdefault((s.namespace, s.subject), set())
+            before = len(slot)
+            slot.add(doc_id)
+            self.shared_slots += before == 1 and len(slot) == 2
             self.by_subject.setdefault(s.subject, set()).add(doc_id)
         for e in s.entities:
             self.entities.setdefault(e, set()).add(doc_id)
@@ -132,7 +136,9 @@ class MemoryIndex:
         self.kind_counts[s.kind] -= 1
         if s.subject is not None:
             slot = self.slots[(s.namespace, s.subject)]
+            before = len(slot)
             slot.discard(doc_id)
+            self.shared_slots -= before == 2 and len(slot) == 1
             if not slot:
                 del self.slots[(s.namespace, s.subject)]
             same = self.by_subject[s.subject]
@@ -158,7 +164,7 @@ class MemoryIndex:
         """Anything that can make a fact non-current: windows, links, or policy-linked slots."""
         if self.windows or self.links:
             return True
-        return slot_policy and any(len(ids) > 1 for ids in self.slots.values())
+        return slot_policy and self.shared_slots > 0  # kept by _add/_remove: O(1) per recall
 
     @staticmethod
     def _order(doc_id: str, s: Stamp) -> tuple[int, int, str]:

@@ -65,3 +65,38 @@ def test_one_batch_of_facts_shares_one_stamp_and_reads_back_exactly() -> None:
             assert fact is not None and fact.text == "fact number 3"
 
     trio.run(main)
+
+
+def test_shared_slot_count_follows_every_remember_and_forget() -> None:
+    """is_temporal's O(1) count of subject slots holding two facts or more equals a scan of the
+    slots after every remember, supersede and forget (including forgetting a whole slot)."""
+    import random
+
+    from hmsengine import ForgetScope
+
+    rng = random.Random(3)
+
+    def check(index: MemoryIndex) -> None:
+        assert index.shared_slots == sum(len(ids) > 1 for ids in index.slots.values())
+        assert index.is_temporal(True) == (index.windows > 0 or index.links > 0
+                                           or index.shared_slots > 0)
+
+    async def main() -> None:
+        async with Engine.open(None) as engine:
+            memory = Memory(engine)
+            for n in range(120):
+                subject = rng.choice([None, "s1", "s2", "s3"])
+                if rng.random() < 0.7 or not memory.index.facts:
+                    await memory.remember(f"fact {n}", id=f"f{n}", subject=subject)
+                else:
+                    victim = rng.choice(sorted(memory.index.facts))
+                    await memory.forget(ForgetScope.ids([victim]))
+                check(memory.index)
+            await memory.forget(ForgetScope.subject("s1"))
+            check(memory.index)
+            reopened = MemoryIndex()
+            reopened.load(engine.scan_metadata(), engine.revision)
+            check(reopened)
+            assert reopened.shared_slots == memory.index.shared_slots
+
+    trio.run(main)
