@@ -7,6 +7,7 @@ holds where the document's text record is, its metadata JSON and its embedding.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
@@ -54,6 +55,12 @@ class Entries(MutableMapping[str, DocEntry]):
 
     Iteration yields the base ids still live (in snapshot order), then the ids that only the
     overlay holds; callers that need an order sort by ``key`` (the commit order).
+
+    Threads: the writer mutates on the event loop while readers may look entries up from worker
+    threads (``Indexer.load_texts``), and a lookup of a base row now writes to the overlay. A
+    lock orders building an entry against ``replace`` and deletion, so a reader can never put
+    back a version the writer has just replaced or deleted; an overlay hit takes no lock, and
+    iterations work on a copy of the overlay.
     """
 
     def __init__(self) -> None:
@@ -65,6 +72,7 @@ class Entries(MutableMapping[str, DocEntry]):
         self._embeddings: list[np.ndarray | None] = []
         self._live_key = np.zeros(0, dtype=np.int64)
         self._len = 0
+        self._lock = threading.Lock()
 
     def install(self, ids: list[str], columns: np.ndarray, metadata: list[str | None],
                 embeddings: list[np.ndarray | None]) -> None:
@@ -93,11 +101,17 @@ class Entries(MutableMapping[str, DocEntry]):
         entry = self._over.get(doc_id)
         if entry is not None:
             return entry
-        row = self._row_of.get(doc_id)
-        if row is None or self._live_key[row] < 0:
+        if not self._ids:
             return default
-        entry = self._over[doc_id] = self._row(row)
-        return entry
+        with self._lock:
+            entry = self._over.get(doc_id)  # built or replaced meanwhile
+            if entry is not None:
+                return entry
+            row = self._row_of.get(doc_id)
+            if row is None or self._live_key[row] < 0:
+                return default
+            entry = self._over[doc_id] = self._row(row)
+            return entry
 
     def __getitem__(self, doc_id: str) -> DocEntry:
         entry = self.get(doc_id)
@@ -119,6 +133,10 @@ class Entries(MutableMapping[str, DocEntry]):
     def replace(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         """Install ``entry`` under ``doc_id``; return the entry it replaces, if any (one pass:
         every put of the writer goes through here)."""
+        with self._lock:
+            return self._replace(doc_id, entry)
+
+    def _replace(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         over = self._over
         old = over.get(doc_id)
         over[doc_id] = entry
@@ -139,13 +157,14 @@ class Entries(MutableMapping[str, DocEntry]):
         return self._row(row)
 
     def __delitem__(self, doc_id: str) -> None:
-        if doc_id not in self:
-            raise KeyError(doc_id)
-        self._over.pop(doc_id, None)
-        row = self._row_of.get(doc_id)
-        if row is not None:
-            self._live_key[row] = -1
-        self._len -= 1
+        with self._lock:
+            if doc_id not in self:
+                raise KeyError(doc_id)
+            self._over.pop(doc_id, None)
+            row = self._row_of.get(doc_id)
+            if row is not None:
+                self._live_key[row] = -1
+            self._len -= 1
 
     def __len__(self) -> int:
         return self._len
@@ -168,7 +187,8 @@ class Entries(MutableMapping[str, DocEntry]):
                for doc_id, meta, key in zip(self._ids, self._metadata, self._live_key.tolist(),
                                             strict=True) if key >= 0]
         row_of = self._row_of
-        out.extend((doc_id, e.metadata_json) for doc_id, e in over.items() if doc_id not in row_of)
+        out.extend((doc_id, e.metadata_json) for doc_id, e in list(over.items())
+                   if doc_id not in row_of)
         return out
 
     def keys_of(self, ids: Sequence[str]) -> np.ndarray:

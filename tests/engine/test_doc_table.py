@@ -145,3 +145,44 @@ def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path) -> None:
                     count = engine.statistics().documents
 
     trio.run(main)
+
+
+def test_lookups_from_another_thread_never_bring_back_a_replaced_or_deleted_version() -> None:
+    """A worker thread building entries for base rows (Indexer.load_texts does) while the writer
+    replaces and deletes the same ids: afterwards every id holds exactly the writer's last word."""
+    import sys
+    import threading
+
+    rng = random.Random(11)
+    ids, cols, metas, embs = _base(rng, 3000)
+    entries = Entries()
+    entries.install(list(ids), cols, list(metas), list(embs))
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            for doc_id in ids:
+                entries.get(doc_id)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        final: dict[str, DocEntry | None] = {}
+        key = 1 << 40
+        for doc_id in ids:
+            if rng.random() < 0.5:
+                key += 1 << 14
+                final[doc_id] = e = _entry(rng, key)
+                entries[doc_id] = e
+            else:
+                final[doc_id] = None
+                del entries[doc_id]
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    for doc_id, want in final.items():
+        assert entries.get(doc_id) is want
+    assert len(entries) == sum(e is not None for e in final.values())
