@@ -374,15 +374,10 @@ class Engine:
         call. Deterministic: the same store content gives bit-for-bit the same hits.
         """
         self._check_open()
-        hits = await readers.search_documents(
+        return await readers.search_documents(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
-        tombstones = self._core.table.tombstones
-        if tombstones:
-            # A tombstone has no text and no embedding, so it can only surface with a zero score.
-            hits = [h for h in hits if h.id not in tombstones]
-        return hits
 
     async def search_ids(
         self, query: str, *, k: int = 10, embedding: Any = None,
@@ -398,11 +393,7 @@ class Engine:
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
-        pairs = [(doc_id, s.score) for doc_id, s in zip(found, scored, strict=True)]
-        tombstones = self._core.table.tombstones
-        if tombstones:
-            pairs = [p for p in pairs if p[0] not in tombstones]
-        return pairs
+        return [(doc_id, s.score) for doc_id, s in zip(found, scored, strict=True)]
 
     @property
     def revision(self) -> int:

@@ -182,7 +182,8 @@ def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:
 
 async def search_ranked(indexer: Indexer, query: object,
                         **options: Any) -> tuple[list[str], list[executor.Scored]]:
-    """The ids and scores of a search, best first (what ``search_documents`` makes Hits of)."""
+    """The ids and scores of a search, best first (what ``search_documents`` makes Hits of);
+    tombstoned ids left out (no text, no embedding: one could only surface with a zero score)."""
     snap = indexer.snapshot
     q = build_query(indexer, query, **options)
     if q is None:
@@ -192,7 +193,12 @@ async def search_ranked(indexer: Indexer, query: object,
         scored = executor.run(snap, q, prepared)
     else:
         scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
-    return snap.ids_of([s.docnum for s in scored]), scored
+    ids = snap.ids_of([s.docnum for s in scored])
+    tombstones = indexer._core.table.tombstones
+    if tombstones and not tombstones.isdisjoint(ids):
+        kept = [n for n, doc_id in enumerate(ids) if doc_id not in tombstones]
+        return [ids[n] for n in kept], [scored[n] for n in kept]
+    return ids, scored
 
 
 async def search_documents(indexer: Indexer, query: object, **options: Any) -> list[Hit]:

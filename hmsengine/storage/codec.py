@@ -67,11 +67,7 @@ class Codec:
         if not flags & FLAG_ZSTD:
             return bytes(stored)
         try:
-            # python-zstandard ignores max_output_size when the frame records its content size
-            # (ours always do), so bound the recorded size first.
-            size = zstandard.frame_content_size(stored)
-            if size > MAX_DECOMPRESSED:
-                raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
+            _recorded_size(stored, where, offset)
             return _decompressor().decompress(stored, max_output_size=MAX_DECOMPRESSED)
         except zstandard.ZstdError as exc:
             raise CorruptStore(f"undecodable compressed record ({exc})", file=where, offset=offset) from exc
@@ -88,6 +84,16 @@ class Codec:
         return _decompress_into(stored, where, offset)
 
 
+def _recorded_size(stored: bytes, where: str, offset: int) -> int:
+    """The content size a zstd frame records (-1 if none), refused over ``MAX_DECOMPRESSED``:
+    python-zstandard ignores ``max_output_size`` when the frame records its size (ours always
+    do), so the recorded size is what bounds a damaged or hostile record."""
+    size = zstandard.frame_content_size(stored)
+    if size > MAX_DECOMPRESSED:
+        raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
+    return int(size)
+
+
 def _decompress_into(stored: bytes, where: str, offset: int) -> memoryview:
     """One zstd frame, decompressed into fresh memory of its recorded content size.
 
@@ -95,9 +101,9 @@ def _decompress_into(stored: bytes, where: str, offset: int) -> memoryview:
     third of the decompression here; the decompressor writes every byte (checked below).
     """
     try:
-        size = zstandard.frame_content_size(stored)
-        if size < 0 or size > MAX_DECOMPRESSED:
-            raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
+        size = _recorded_size(stored, where, offset)
+        if size < 0:
+            raise CorruptStore("compressed record without its content size", file=where, offset=offset)
         view = np.empty(size, dtype=np.uint8).data
         filled = 0
         with _decompressor().stream_reader(stored) as reader:

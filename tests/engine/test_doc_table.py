@@ -104,13 +104,14 @@ def test_doc_table_tracks_tombstones_over_a_base() -> None:
     assert len(table) == 1 and "b" in table.entries and "a" not in table.entries
 
 
-def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path) -> None:
-    """A store reopened from its table snapshot takes its persisted segments whole (replaced,
-    deleted and purged documents included) and answers exactly as before; after more writes a
-    second reopen does too."""
+def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path, monkeypatch) -> None:
+    """A store reopened from its table snapshot takes its persisted segments in one vectorised
+    pass (replaced, deleted and purged documents included) and answers exactly as before; after
+    more writes a second reopen does too."""
     import trio
 
     from hmsengine import Engine
+    from hmsengine.engine.indexer import Indexer
 
     path = tmp_path / "store"
     queries = ["alpha", "beta gamma", "delta", "word7", "word13 alpha"]
@@ -129,6 +130,10 @@ def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path) -> None:
             await engine.transact(tombstones=["d5"])
             before = await answers(engine)
             count = engine.statistics().documents
+        def per_segment(self: Indexer, segment: object) -> list[int]:
+            raise AssertionError("the reopen fell back to the per-segment check")
+
+        monkeypatch.setattr(Indexer, "_adopt", per_segment)
         for round_ in range(2):
             async with Engine.open(path) as engine:
                 stats = engine.statistics()
