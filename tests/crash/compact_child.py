@@ -2,8 +2,8 @@
 until killed.
 
 Usage: python compact_child.py STORE RUN PURGE (1: every compaction purges). Prints
-``PUT <id>`` / ``DEL <id>`` (flushed) once a put or delete is acknowledged, and ``READY`` once
-the store is open.
+``PUT <id>`` / ``DEL <id>`` (flushed) once a put or delete is acknowledged, ``TRYDEL <id>``
+before a delete is asked for, and ``READY`` once the store is open.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ async def main(store: str, run: str, purge: bool) -> None:
                 await engine.put_document(doc_id, text_for(doc_id))
                 print(f"PUT {doc_id}", flush=True)
                 victim = f"base-{rng.randrange(3000)}" if i % 2 else f"{run}-{rng.randrange(i + 1)}"
+                # Said first: a kill between the durable delete and "DEL" leaves it undecided.
+                print(f"TRYDEL {victim}", flush=True)
                 if await engine.delete_document(victim):
                     print(f"DEL {victim}", flush=True)
                 i += 1
