@@ -15,7 +15,9 @@ Documents and queries go through the same analysis, so query terms meet index te
 Thread-safety: an ``Analyzer`` may be used from several threads at once (index builders run in
 worker threads). The PyStemmer object is not thread-safe, so each thread gets its own; the
 token -> term cache is a plain dict that is only read with ``get`` and extended with ``update``
-(atomic under the GIL), and a call never relies on an entry staying in it.
+(atomic under the GIL), and a call never relies on an entry staying in it. For an ASCII batch,
+``term_ids`` does the per-byte work in ``kernels.tokenize`` kernels that release the GIL and
+allocate everything per call, so builders in several threads tokenize in parallel.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Collection
+from itertools import compress, repeat
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 import Stemmer
+
+from hmsengine.kernels.tokenize import apply_lut, ascii_tokens, term_ranks
 
 _TOKEN_RE = re.compile(r"[^\W_]+")
 # Batch tokenizing: the texts are joined with NUL, which the pattern also matches as a token, so
@@ -40,9 +46,10 @@ _SEP = "\x00"
 _BATCH_RE = re.compile(r"[^\W_]+|\x00")
 # ASCII-only text (checked in O(1) per string by CPython): NFKC is the identity, casefold is
 # lower(), and after it ``[^\W_]`` matches exactly ``[0-9a-z]``, which an ASCII pattern scans
-# ~2x faster. Same tokens, so the same index.
+# ~2x faster. Same tokens, so the same index. An ASCII batch goes to the ``kernels.tokenize``
+# kernels instead, which find the same tokens (tests/kernels/test_tokenize_kernel.py).
 _ASCII_TOKEN_RE = re.compile(r"[0-9a-z]+", re.ASCII)
-_ASCII_BATCH_RE = re.compile(r"[0-9a-z]+|\x00", re.ASCII)
+_SPACE = ord(" ")
 # Bound on the token -> term cache; past it the cache starts over (a corpus of random strings
 # must not grow memory without limit). About 100 MB of small strings at most.
 _CACHE_MAX = 1 << 20
@@ -100,7 +107,7 @@ class Analyzer:
             self._local.stemmer = stemmer
         return stemmer
 
-    def _terms_of(self, tokens: set[str]) -> dict[str, str]:
+    def _terms_of(self, tokens: Collection[str]) -> dict[str, str]:
         """Map each distinct raw token to its term ("" when dropped)."""
         if not self.stem and not self.stop_words:
             return {t: t for t in tokens}
@@ -149,9 +156,8 @@ class Analyzer:
         n = len(texts)
         big = _SEP.join(texts)
         if big.isascii():
-            flat: list[str] = _ASCII_BATCH_RE.findall(big.lower())
-        else:
-            flat = _BATCH_RE.findall(unicodedata.normalize("NFKC", big).casefold())
+            return self._ascii_term_ids(texts, big, vocab)
+        flat: list[str] = _BATCH_RE.findall(unicodedata.normalize("NFKC", big).casefold())
         del big
         tokens = set(flat)
         if _SEP in tokens:
@@ -184,6 +190,74 @@ class Analyzer:
         starts = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=starts[1:])
         return ids, starts
+
+    def _ascii_term_ids(
+        self, texts: list[str], big: str, vocab: dict[str, int]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+        # term_ids of an ASCII batch; ``big`` is the texts joined with NUL. The per-byte work
+        # (folding, finding tokens, numbering the distinct ones) runs in nogil kernels, so
+        # builders in several threads tokenize in parallel; Python only handles the distinct
+        # tokens (stop words, stems, vocab), a small fraction of the occurrences.
+        n = len(texts)
+        # Document i's bytes, with the NUL after it (a separator, so harmless), are
+        # big[bounds[i]:bounds[i+1]]; ASCII: one byte per character.
+        bounds = np.zeros(n + 1, dtype=np.int64)
+        if n:
+            np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n) + 1, out=bounds[1:])
+            bounds[n] -= 1
+        data = np.frombuffer(big.encode("ascii"), dtype=np.uint8)
+        del big
+        occ, occ_starts, distinct = ascii_tokens(data, bounds)
+        del data
+        raw: list[str] = str(distinct.data, "ascii").split()
+        if self.stem or self.stop_words:
+            # One cache lookup per distinct token (the common, warm case); only the misses go
+            # through _terms_of. The values looked up are used as they were: another thread may
+            # clear the cache meanwhile. A miss is None until the fix-up below, hence the ignore.
+            mapped: list[str] = list(map(self._cache.get, raw))  # type: ignore[arg-type]
+            if None in mapped:
+                terms = self._terms_of([t for t, m in zip(raw, mapped, strict=True) if m is None])
+                mapped = [terms[t] if m is None else m for t, m in zip(raw, mapped, strict=True)]
+            blob = " ".join(mapped).encode()
+        else:
+            mapped = raw
+            blob = distinct.tobytes()[:-1]  # the same fields, separated by one space each
+        lut = self._ids_of(mapped, blob, vocab)
+        return apply_lut(occ, occ_starts, lut)
+
+    @staticmethod
+    def _ids_of(
+        terms: list[str], blob: bytes, vocab: dict[str, int]
+    ) -> npt.NDArray[np.int32]:
+        # The id of each of ``terms`` (-1 for ""), growing vocab with the new ones in sorted
+        # order; ``blob`` is the terms joined by one space, UTF-8. The dedup and the sort run in
+        # the nogil term_ranks kernel; Python only builds the new vocab entries.
+        m = len(terms)
+        if not m:
+            return np.zeros(0, dtype=np.int32)
+        if blob.count(b" ") != m - 1 or b"\x00" in blob:
+            # A term with a space or NUL (no stemmer output has one) would break the fields.
+            new_terms = set(terms).difference(vocab)
+            new_terms.discard("")
+            vocab.update(zip(sorted(new_terms), range(len(vocab), len(vocab) + len(new_terms)), strict=True))
+            vget = vocab.get
+            return np.array([vget(term, -1) if term else -1 for term in terms], dtype=np.int32)
+        ranks, first = term_ranks(np.frombuffer(blob, dtype=np.uint8), m, _SPACE)
+        ordered = list(map(terms.__getitem__, first.tolist()))  # distinct terms, sorted
+        base = len(vocab)
+        if vocab:
+            ids = np.fromiter(map(vocab.get, ordered, repeat(-1)), dtype=np.int32, count=len(ordered))
+            new = ids < 0
+            n_new = int(np.count_nonzero(new))
+            ids[new] = np.arange(base, base + n_new, dtype=np.int32)
+            vocab.update(zip(compress(ordered, new.tolist()), range(base, base + n_new), strict=True))
+        else:
+            ids = np.arange(len(ordered), dtype=np.int32)
+            vocab.update(zip(ordered, range(len(ordered)), strict=True))
+        lut = np.full(m, -1, dtype=np.int32)
+        kept = ranks >= 0
+        lut[kept] = ids[ranks[kept]]
+        return lut
 
 
 _ANALYZERS = {

@@ -53,12 +53,13 @@ def warm_up() -> None:
 
     Compiles (or loads from numba's cache) the specialisations the engine uses: postings arrays
     (offsets, doc_ids, tfs/values) and the cosine matrix both writable and read-only (as they are
-    when viewed over a ``bytes`` buffer or a read-only memory map); every other argument writable,
-    with the dtypes the kernels document. A call with any other dtype or layout compiles a new
+    when viewed over a ``bytes`` buffer or a read-only memory map); the tokenizer's text bytes
+    read-only only (the analyzer always views them over a ``bytes`` object); every other argument
+    writable, with the dtypes the kernels document. A call with any other dtype or layout compiles a new
     specialisation on first use (seconds). Blocking and CPU-bound: run it in a worker thread.
     """
     # Imported here: the kernel modules import ``jit`` from this module.
-    from hmsengine.kernels import bm25, cosine, ngram, pruning, topk
+    from hmsengine.kernels import bm25, cosine, ngram, pruning, tokenize, topk
 
     n_docs = 3
     offsets = np.array([0, 2, 3], dtype=np.int64)
@@ -99,6 +100,12 @@ def warm_up() -> None:
     indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
     ngram.csr_transpose(indptr, indices, values, 64)
     ngram.ngram_query("warm", 64)
+    # As Analyzer.term_ids calls them: the bytes viewed read-only over a ``bytes`` object.
+    occ, occ_starts, _ = tokenize.ascii_tokens(
+        np.frombuffer(b"Warm up\x00WARM", dtype=np.uint8), np.array([0, 8, 12], dtype=np.int64)
+    )
+    tokenize.term_ranks(np.frombuffer(b"warm  up warm", dtype=np.uint8), 4, 32)
+    tokenize.apply_lut(occ, occ_starts, np.array([0, -1], dtype=np.int32))
     matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
     query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
     for m in (matrix, *_readonly(matrix)):

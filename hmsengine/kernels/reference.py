@@ -6,13 +6,17 @@ normalisation), the reference performs the same IEEE operations in the same orde
 can demand bit-identical scores. Orderings use ``np.lexsort`` (score descending, then document
 ascending), an implementation independent of ``topk``'s insertion and heap code. The n-gram hash
 is re-implemented with Python integers, independently of the numba kernel's uint64 arithmetic.
+``ascii_term_ids`` is the analyzer's batch term-id algorithm for ASCII text as it was before the
+``tokenize`` kernels (regular expressions and dicts), which the kernel path must equal exactly.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -176,3 +180,45 @@ def ngram_row(text: str, dim: int, boundary: int = 0x110000) -> tuple[list[int],
     sumsq = float(sum(sums[b] * sums[b] for b in buckets))
     inv = 1.0 / math.sqrt(sumsq) if buckets else 0.0
     return buckets, [float(np.float32(float(sums[b]) * inv)) for b in buckets]
+
+
+_TOKEN_RE = re.compile(r"[^\W_]+")
+_ASCII_BATCH_RE = re.compile(r"[0-9a-z]+|\x00", re.ASCII)
+
+
+def ascii_term_ids(
+    texts: list[str], vocab: dict[str, int], terms_of: Callable[[set[str]], dict[str, str]]
+) -> tuple[npt.NDArray[np.int32], I64]:
+    """``Analyzer.term_ids`` of ASCII ``texts`` by the former regex algorithm.
+
+    ``terms_of`` maps distinct raw tokens to terms ("" = dropped), as ``Analyzer._terms_of``.
+    The texts are joined with NUL, tokenized by one findall (NUL is a token there); a text
+    holding NUL itself makes the batch go text by text. New terms get ids in sorted order.
+    """
+    sep = "\x00"
+    n = len(texts)
+    big = sep.join(texts)
+    assert big.isascii()
+    flat: list[str] = _ASCII_BATCH_RE.findall(big.lower())
+    tokens = set(flat)
+    tokens.discard(sep)
+    terms = terms_of(tokens)
+    if flat.count(sep) != max(n - 1, 0):
+        flat = []
+        for text in texts:
+            flat.extend(_TOKEN_RE.findall(unicodedata.normalize("NFKC", text).casefold()))
+            flat.append(sep)
+        flat.pop()
+    new_terms = set(terms.values()).difference(vocab)
+    new_terms.discard("")
+    for term in sorted(new_terms):
+        vocab[term] = len(vocab)
+    lut = {raw: vocab.get(term, -1) if term else -1 for raw, term in terms.items()}
+    lut[sep] = -2
+    ids = np.array([lut[t] for t in flat], dtype=np.int32)
+    doc_of = np.cumsum(ids == -2)
+    keep = ids >= 0
+    lens = np.bincount(doc_of[keep], minlength=n) if n else np.zeros(0, dtype=np.int64)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    return ids[keep], starts

@@ -159,3 +159,28 @@ def test_ascii_fast_path_tokenizes_like_the_unicode_path(texts):
     names = {i: t for t, i in vocab.items()}
     for i, text in enumerate(texts):
         assert [names[t] for t in flat[starts[i]:starts[i + 1]].tolist()] == simple.tokenize(text)
+
+
+_WORDS = ["The", "what", "IS", "running", "Runs", "dogs", "café", "x_y", "42", "v2", "\x00", "ＡＢＣ"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(_WORDS) | st.text(max_size=6), max_size=8).map(" ".join),
+        max_size=6,
+    ),
+    ascii_only=st.booleans(),
+)
+def test_term_ids_agree_with_tokenize_both_analyzers(texts: list[str], ascii_only: bool) -> None:
+    """term_ids (ASCII kernel path or Unicode path) gives each document its tokenize() terms, for
+    both analyzers, so query terms meet index terms."""
+    if ascii_only:
+        texts = [t.encode("ascii", "ignore").decode("ascii") for t in texts]
+    for analyzer in (STANDARD, SIMPLE):
+        vocab: dict[str, int] = {}
+        flat, starts = analyzer.term_ids(texts, vocab)
+        assert sorted(vocab.values()) == list(range(len(vocab)))
+        names = {i: t for t, i in vocab.items()}
+        got = [[names[t] for t in flat[starts[i] : starts[i + 1]].tolist()] for i in range(len(texts))]
+        assert got == [analyzer.tokenize(t) for t in texts]
