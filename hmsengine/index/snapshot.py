@@ -220,14 +220,25 @@ class Snapshot:
             dense = self._cache["dense"] = (firsts, gapless)
         firsts, gapless = dense
         views = self.views
-        out = []
-        for d in docnums:
+        if len(views) == 1 and not gapless[0]:  # the common case once the index is consolidated
+            segment = views[0].segment
+            ids = segment.ids
+            return [ids[at] for at in segment.docnums.searchsorted(
+                np.asarray(docnums, dtype=np.int64)).tolist()]
+        out = [""] * len(docnums)
+        gapped: dict[int, list[int]] = {}  # view -> rows whose docnum it holds, with gaps
+        for row, d in enumerate(docnums):
             i = bisect.bisect_right(firsts, d) - 1
-            segment = views[i].segment
             if gapless[i]:
-                out.append(segment.ids[d - firsts[i]])
+                out[row] = views[i].segment.ids[d - firsts[i]]
             else:
-                out.append(segment.ids[int(segment.docnums.searchsorted(d))])
+                gapped.setdefault(i, []).append(row)
+        for i, rows in gapped.items():  # one searchsorted per view, not one per document
+            segment = views[i].segment
+            ids = segment.ids
+            at = segment.docnums.searchsorted([docnums[row] for row in rows]).tolist()
+            for row, local in zip(rows, at, strict=True):
+                out[row] = ids[local]
         return out
 
     def segment_of(self, docnum: int) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hmsengine import Engine, InvalidRequest
+from hmsengine.engine import indexer as indexer_module
 from hmsengine.index.analyzer import get_analyzer
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
@@ -254,9 +255,10 @@ async def test_large_corpus_every_kernel_path_matches_reference():
                 assert [h.id for h in hits] == ranked_subset[:k]
 
 
-async def test_large_corpus_segmentation_does_not_change_results():
+async def test_large_corpus_segmentation_does_not_change_results(monkeypatch):
     """One batch or many small commits (so other segments and merges): identical hits, bit for
     bit, on the pruned and dense paths."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
     texts = _zipf_corpus(5, 2400)
     items = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
     async with Engine.open(None, analyzer="simple") as one, \
@@ -271,6 +273,39 @@ async def test_large_corpus_segmentation_does_not_change_results():
         for query in LARGE_QUERIES:
             assert await one.search_documents(query, k=10) == \
                 await many.search_documents(query, k=10)
+
+
+async def test_idle_consolidation_merges_segments_and_keeps_results(monkeypatch):
+    """Once commits stop, the builder merges the segments many small commits left (fewer for
+    queries to visit); every ranking stays bit for bit what one batch gives, and the store keeps
+    answering and taking writes while and after it does."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    texts = _zipf_corpus(7, 2400)
+    items = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    async with Engine.open(None, analyzer="simple") as one, \
+            Engine.open(None, analyzer="simple") as many:
+        await one.put_documents(items)
+        for start in range(0, len(items), 150):
+            await many.put_documents(items[start:start + 150])
+        indexer = many._indexer
+        with trio.fail_after(120):  # slow without the JIT
+            while indexer.snapshot.tail or indexer._pick() is not None:
+                await trio.sleep(0.05)
+            before = len(indexer.snapshot.segments)
+            assert before > 1 and indexer.consolidations == 0
+            monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 0.05)
+            indexer._wake.set()  # the builder now waits 0.05 s of quiet, not an hour
+            while not (one._indexer.settled and indexer.settled):
+                await trio.sleep(0.05)
+        segments = indexer.snapshot.segments
+        assert indexer.consolidations >= 1 and len(segments) < before
+        assert sum(v.n_live for v in segments) == len(items)
+        for query in LARGE_QUERIES:
+            assert await one.search_documents(query, k=10) == \
+                await many.search_documents(query, k=10)
+        # A write after consolidating lands in a new tail and is found at once.
+        await many.put_document("late", "zebra quokka")
+        assert [h.id for h in await many.search_documents("quokka")] == ["late"]
 
 
 async def test_search_ids_is_the_ranking_of_search_documents():
