@@ -121,8 +121,15 @@ class Engine:
         if self._closed:
             raise EngineClosed("the engine is closed")
         slot: ReplySlot[list[Any]] = ReplySlot()
+        request = WriteRequest(ops=ops, slot=slot)
+        # Cancelled before sending: nothing is sent. Then a plain send_nowait when the mailbox
+        # has room: ``send`` would add a schedule point of its own, and ``slot.wait`` is one.
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            await self._send.send(WriteRequest(ops=ops, slot=slot))
+            try:
+                self._send.send_nowait(request)
+            except trio.WouldBlock:
+                await self._send.send(request)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise EngineClosed("the engine is closed") from None
         return await slot.wait()

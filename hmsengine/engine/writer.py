@@ -214,7 +214,7 @@ class WriterActor:
             applied = self._apply(planned, stored)
             self._indexer.install(core.table.revision,
                                   [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)])
-            listeners = list(self.listeners)
+            listeners = list(self.listeners) if self.listeners else ()
             changes = [Change(id=op.id, deleted=not isinstance(op, StoredPut),
                               metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
                        for ops in stored for op in ops] if listeners else []
@@ -225,16 +225,19 @@ class WriterActor:
                     # The batch is durable and its callers must hear so; a faulty listener is
                     # its owner's bug, logged here, and never latches the store broken.
                     _log.exception("a commit listener failed at revision %d", core.table.revision)
-            try:
-                await self._zero(applied)
-            except HmsError as exc:
-                # The batch is durable, so its callers still succeed; recovery re-zeroes these
-                # records at the next open. Further writes are refused until then.
-                core.broken = exc
+            if applied:
+                try:
+                    await self._zero(applied)
+                except HmsError as exc:
+                    # The batch is durable, so its callers still succeed; recovery re-zeroes
+                    # these records at the next open. Further writes are refused until then.
+                    core.broken = exc
             for request, results in accepted:  # planned with their transaction's revision
                 request.slot.set_value(results)
-            self._answer_noops(core.table.revision)
-            await self._maybe_checkpoint()
+            if self._noops:
+                self._answer_noops(core.table.revision)
+            if self._unsynced_bytes >= CHECKPOINT_EVERY_BYTES:
+                await self._checkpoint()
         except BaseException as exc:  # a bug here must not strand callers or kill the actor
             core.broken = core.broken or exc
             for request in batch:
@@ -328,7 +331,6 @@ class WriterActor:
         else:
             await trio.to_thread.run_sync(self._core.zero_records, dead)
 
-    async def _maybe_checkpoint(self) -> None:
-        if self._unsynced_bytes >= CHECKPOINT_EVERY_BYTES:
-            self._unsynced_bytes = 0
-            await trio.to_thread.run_sync(self._core.checkpoint)
+    async def _checkpoint(self) -> None:
+        self._unsynced_bytes = 0
+        await trio.to_thread.run_sync(self._core.checkpoint)

@@ -235,15 +235,46 @@ async def test_leaving_the_block_finishes_in_flight_writes(disk_path):
 
 async def test_cancelled_body_still_closes_cleanly(disk_path):
     """Cancelling the block's scope mid-way closes the store; what was acknowledged survives."""
+    i = 0  # (an open slower than the deadline acknowledges nothing)
     with trio.move_on_after(0.2):
         async with Engine.open(disk_path) as engine:
-            i = 0
             while True:
                 await engine.put_document(f"c{i}", "text")
                 i += 1
     acked = i
     async with Engine.open(disk_path) as engine:
         assert engine.statistics().documents >= acked
+
+
+async def test_cancelled_puts_are_all_or_nothing_and_the_writer_goes_on(disk_path):
+    """A put cancelled before it is sent writes nothing; one cancelled while it waits for the
+    writer commits wholly or not at all, and later writes and the reopen are unaffected."""
+    async with Engine.open(disk_path) as engine:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await engine.put_document("never", "text")
+        assert not await engine.has_document("never")
+        for i in range(50):
+            scope = trio.CancelScope()
+
+            async def put(i: int = i, scope: trio.CancelScope = scope) -> None:
+                with scope:
+                    await engine.put_documents([{"id": f"c{i}-a", "text": "x"},
+                                                {"id": f"c{i}-b", "text": "y"}])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(put)
+                for _ in range(i % 4):  # the cancel lands before, during or after the commit
+                    await trio.lowlevel.checkpoint()
+                scope.cancel()
+        await engine.put_document("after", "text")  # the writer answered every one of them
+        landed = {i for i in range(50) if await engine.has_document(f"c{i}-a")}
+        assert {i for i in range(50) if await engine.has_document(f"c{i}-b")} == landed
+        print(f"{len(landed)} of 50 cancelled puts landed")
+    async with Engine.open(disk_path) as engine:
+        assert await engine.has_document("after") and not await engine.has_document("never")
+        assert {i for i in range(50) if await engine.has_document(f"c{i}-a")} == landed
+        assert engine.statistics().documents == 1 + 2 * len(landed)
 
 
 async def test_concurrent_writers_group_commit(store_path):
