@@ -236,13 +236,13 @@ def _release_freed_memory() -> None:
 
 
 async def _settle(engine: Engine) -> float:
-    """0.5 s of quiet, then until the tail is folded and no merge is pending."""
+    """0.5 s of quiet, then until the tail is folded and no merge or consolidation is pending
+    (engine/indexer.py: the builder merges segments once commits stop)."""
     start = time.perf_counter()
     await trio.sleep(0.5)
     indexer = engine._indexer  # as bench/search.py: the pending-merge check is internal
-    pick = getattr(indexer, "_pick", lambda: None)
     deadline = time.monotonic() + 120
-    while indexer.snapshot.tail or pick() is not None:
+    while not indexer.settled:
         if time.monotonic() > deadline:
             raise RuntimeError("the index did not settle within 120 s")
         await trio.sleep(0.01)

@@ -132,9 +132,10 @@ def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 async def _settle(engine: Engine) -> None:
-    """Wait until the index tail is folded and no merge is pending (the index-builder is idle)."""
+    """Wait until the index tail is folded and no merge or consolidation is pending (the
+    index-builder is idle)."""
     indexer = engine._indexer
-    while indexer.snapshot.tail or indexer._pick() is not None:
+    while not indexer.settled:
         await trio.sleep(0.002)
 
 

@@ -115,13 +115,13 @@ def _lat_summary(lat: list[float]) -> dict[str, Any]:
 
 
 async def _settle(engine: Engine) -> float:
-    """0.5 s of quiet, then until the index tail is folded and no merge is pending."""
+    """0.5 s of quiet, then until the index tail is folded and no merge or consolidation is
+    pending (engine/indexer.py: the builder merges segments once commits stop)."""
     start = time.perf_counter()
     await trio.sleep(0.5)
     indexer = engine._indexer  # as bench/search.py: the pending-merge check is internal
-    pick = getattr(indexer, "_pick", lambda: None)
     deadline = time.monotonic() + SETTLE_LIMIT_S
-    while indexer.snapshot.tail or pick() is not None:
+    while not indexer.settled:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the index did not settle within {SETTLE_LIMIT_S} s")
         await trio.sleep(0.01)

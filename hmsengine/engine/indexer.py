@@ -50,6 +50,10 @@ PERSIST_AT = 50_000
 # are merged together.
 CONSOLIDATE_IDLE_SECONDS = 0.5
 CONSOLIDATE_FRACTION = 0.25
+# ... and only merges of at most this many documents: a larger one would rewrite hundreds of MB
+# in the background (holding a second copy of the index meanwhile) for a gain that shrinks as
+# the postings themselves dominate a query; such stores keep the regular merge policy.
+CONSOLIDATE_MAX_DOCS = 500_000
 
 
 class Indexer:
@@ -460,7 +464,8 @@ class Indexer:
         All of them when the documents outside the largest segment are at least
         ``CONSOLIDATE_FRACTION`` of it; else the two or more segments on one side of the
         largest (they are in document order, so only neighbours can merge); else none. Never
-        while a tail is waiting to be folded."""
+        while a tail is waiting to be folded, nor a window of more than
+        ``CONSOLIDATE_MAX_DOCS`` live documents."""
         snap = self.snapshot
         views = snap.segments
         if len(views) < 2 or len(snap.tail):
@@ -468,12 +473,14 @@ class Indexer:
         live = [v.n_live for v in views]
         big = max(range(len(views)), key=lambda i: (live[i], -i))
         if sum(live) - live[big] >= CONSOLIDATE_FRACTION * live[big]:
-            return 0, len(views)
-        if len(views) - big - 1 >= 2:
-            return big + 1, len(views)
-        if big >= 2:
-            return 0, big
-        return None
+            window = (0, len(views))
+        elif len(views) - big - 1 >= 2:
+            window = (big + 1, len(views))
+        elif big >= 2:
+            window = (0, big)
+        else:
+            return None
+        return window if sum(live[window[0]:window[1]]) <= CONSOLIDATE_MAX_DOCS else None
 
     async def _consolidate(self) -> None:
         window = self._consolidation()
