@@ -8,6 +8,7 @@ import random
 import shutil
 
 from hmsengine import Engine
+from hmsengine.engine import indexer as indexer_module
 
 WORDS = [f"w{i}" for i in range(3000)]
 QUERIES = ["w1 w2", "w10 w300 w2999", "w7", "w42 w43 w44 w45", "w0 w1 w2 w3 w4"]
@@ -57,14 +58,17 @@ async def test_reopen_of_200k_documents_uses_persisted_segments(disk_path):
     assert await full_rebuild_results(disk_path) == before
 
 
-async def test_damaged_segment_is_rejected_and_rebuilt(disk_path):
+async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch):
     """A flipped byte in a segment file: the file is rejected, its documents re-indexed."""
+    # Three segments, three files (an idle builder would consolidate them into one).
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
     async with Engine.open(disk_path) as engine:
         docs = corpus(3000)
         for start in range(0, 3000, 1000):
             await engine.put_documents(docs[start:start + 1000])
         before = await results(engine)
     files = sorted(f for f in os.listdir(index_dir(disk_path)) if f.endswith(".hsi"))
+    assert len(files) > 1  # so some documents stay loaded from intact files
     target = os.path.join(index_dir(disk_path), files[0])
     data = bytearray(open(target, "rb").read())
     data[len(data) // 3] ^= 0x01
