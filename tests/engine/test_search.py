@@ -255,17 +255,22 @@ async def test_large_corpus_every_kernel_path_matches_reference():
                 assert [h.id for h in hits] == ranked_subset[:k]
 
 
+async def _one_batch_and_many(one: Engine, many: Engine, texts: list[str]) -> list[dict]:
+    """The same documents into ``one`` in one batch and into ``many`` in batches of 150."""
+    items = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    await one.put_documents(items)
+    for start in range(0, len(items), 150):
+        await many.put_documents(items[start:start + 150])
+    return items
+
+
 async def test_large_corpus_segmentation_does_not_change_results(monkeypatch):
     """One batch or many small commits (so other segments and merges): identical hits, bit for
     bit, on the pruned and dense paths."""
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
-    texts = _zipf_corpus(5, 2400)
-    items = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
     async with Engine.open(None, analyzer="simple") as one, \
             Engine.open(None, analyzer="simple") as many:
-        await one.put_documents(items)
-        for start in range(0, len(items), 150):
-            await many.put_documents(items[start:start + 150])
+        await _one_batch_and_many(one, many, _zipf_corpus(5, 2400))
         with trio.fail_after(60):  # let the builder fold the tails (slow without the JIT)
             while one._indexer.snapshot.tail or many._indexer.snapshot.tail:
                 await trio.sleep(0.05)
@@ -280,13 +285,9 @@ async def test_idle_consolidation_merges_segments_and_keeps_results(monkeypatch)
     queries to visit); every ranking stays bit for bit what one batch gives, and the store keeps
     answering and taking writes while and after it does."""
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
-    texts = _zipf_corpus(7, 2400)
-    items = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
     async with Engine.open(None, analyzer="simple") as one, \
             Engine.open(None, analyzer="simple") as many:
-        await one.put_documents(items)
-        for start in range(0, len(items), 150):
-            await many.put_documents(items[start:start + 150])
+        items = await _one_batch_and_many(one, many, _zipf_corpus(7, 2400))
         indexer = many._indexer
         with trio.fail_after(120):  # slow without the JIT
             while indexer.snapshot.tail or indexer._pick() is not None:
