@@ -118,14 +118,14 @@ class Indexer:
         dead_folded: list[int] = []
         tail = snap.tail
         new_docs: list[TailDoc] = []
-        tail_dead = set(snap.tail_dead)
+        died_in_tail: list[int] = []
         first_tail = tail[0].docnum if len(tail) else None
         for sequence, ops in batch:
             for position, op in enumerate(ops):
                 old = self.docnum_of.pop(op.id, None)
                 if old is not None:
                     if first_tail is not None and old >= first_tail:
-                        tail_dead.add(old)
+                        died_in_tail.append(old)
                     else:
                         dead_folded.append(old)
                 if isinstance(op, StoredPut) and not is_tombstone_json(op.metadata_json):
@@ -137,8 +137,10 @@ class Indexer:
                 self._meta_update(op)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         grown = tail.extended(new_docs) if new_docs else tail
+        # The dead-in-tail set is copied only when this batch adds to it (not on every commit).
+        tail_dead = snap.tail_dead.union(died_in_tail) if died_in_tail else snap.tail_dead
         self.snapshot = Snapshot(revision=revision, segments=segments, tail=grown,
-                                 tail_dead=frozenset(tail_dead), build_tail=self.build_tail,
+                                 tail_dead=tail_dead, build_tail=self.build_tail,
                                  load_texts=self.load_texts)
         # Wake the builder only when there is something new for it to decide: a tail just
         # started (its idle timer), a full tail, or deletions in folded segments.

@@ -42,7 +42,8 @@ def record_aad(file_label: bytes, offset: int, version: int) -> bytes:
 
 def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, version: int) -> bytes:
     """Encode a text record that will be written at ``offset``."""
-    flags, stored = codec.encode(raw, aad=record_aad(file_label, offset, version))
+    aad = record_aad(file_label, offset, version) if codec.encrypted else b""  # plain: unused
+    flags, stored = codec.encode(raw, aad=aad)
     head = struct.pack("<4sB3xII", TEXT_MAGIC, flags, len(stored), len(raw))
     crc = (zlib.crc32(stored, zlib.crc32(head)) ^ RECORD_CRC_XOR) & 0xFFFFFFFF
     return head + struct.pack("<I", crc) + stored
@@ -75,7 +76,8 @@ def decode_record(
         raise CorruptStore("text record fails its checksum", file=where, offset=offset)
     _magic, flags, _stored_len, raw_len, _crc = RECORD_HEADER.unpack_from(data, 0)
     raw = codec.decode(
-        flags, data[RECORD_HEADER_SIZE:], aad=record_aad(file_label, offset, version),
+        flags, data[RECORD_HEADER_SIZE:],
+        aad=record_aad(file_label, offset, version) if codec.encrypted else b"",
         where=where, offset=offset,
     )
     if len(raw) != raw_len:
