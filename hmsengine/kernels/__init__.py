@@ -1,7 +1,8 @@
 """Numba kernels: pure functions over contiguous numpy arrays, compiled ``nogil`` and cached.
 
-BM25 and sparse dot-product scoring over CSR postings (``bm25``), deterministic top-k
-(``topk``), brute-force cosine (``cosine``) and hashed character n-grams (``ngram``).
+BM25 and sparse dot-product scoring over CSR postings (``bm25``, pruned per segment in
+``pruning``), deterministic top-k (``topk``), brute-force cosine (``cosine``), hashed character
+n-grams (``ngram``) and the ASCII batch tokenizer the analyzer indexes with (``tokenize``).
 ``reference`` holds slow plain-numpy versions that the tests compare the kernels against.
 Every result is bit-for-bit reproducible and ties break by document (row) number ascending.
 This package never imports trio.
