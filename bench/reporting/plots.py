@@ -53,6 +53,16 @@ def save_plot(name: str, draw: Callable[[Any], None], res: Result, title: str,
 # -- one draw function per figure ------------------------------------------------------------------
 
 
+def _log_log(ax: Any, ylabel: str, *, legend_size: int) -> None:
+    """Both axes logarithmic against the store's fact count, a grid and a legend."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("facts in the store")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
 def draw_scale_latency(fig: Any, runs: list[Result]) -> None:
     """Query latency p50 of hmsengine and each peer against facts (log-log)."""
     ax = fig.add_subplot(1, 1, 1)
@@ -71,12 +81,7 @@ def draw_scale_latency(fig: Any, runs: list[Result]) -> None:
     for label, pts in series.items():
         style = "-o" if label.startswith("hmsengine") else "--s"
         ax.plot([x for x, _ in pts], [y for _, y in pts], style, label=label, markersize=4)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("facts in the store")
-    ax.set_ylabel("query latency p50, ms (one query at a time, top 10)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    _log_log(ax, "query latency p50, ms (one query at a time, top 10)", legend_size=8)
 
 
 def draw_scale_growth(fig: Any, runs: list[Result]) -> None:
@@ -166,11 +171,6 @@ def draw_memory(fig: Any, series: dict[str, list[tuple[int, float]]]) -> None:
     for label, pts in series.items():
         ax.plot([p[0] for p in pts], [max(p[1], 1.0) for p in pts],
                 "-o" if label.startswith("scale") else "--s", label=label, markersize=4)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("facts in the store")
-    ax.set_ylabel("RSS over an empty store, bytes per fact")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    _log_log(ax, "RSS over an empty store, bytes per fact", legend_size=7)
 
 

@@ -82,13 +82,21 @@ async def test_open_store_has_a_zero_tail_and_a_clean_close_cuts_it(disk_path):
     assert end == size
 
 
-async def test_crash_with_a_zero_tail_keeps_every_acknowledged_put(disk_path, tmp_path):
-    """A copy of the files taken while open (a kill -9) reopens with every put and no zeros."""
+async def _copy_taken_while_open(disk_path: str, tmp_path: object, *, puts: int,
+                                 repeat: int) -> str:
+    """Put ``puts`` documents, then copy the store's files while it is still open (what a
+    kill -9 would leave, preallocated zeros included); return the copy's path."""
     copy = os.path.join(str(tmp_path), "crashed")
     async with Engine.open(disk_path) as engine:
-        for i in range(50):
-            await engine.put_document(f"d{i}", f"document {i} " * 10)
+        for i in range(puts):
+            await engine.put_document(f"d{i}", f"document {i} " * repeat)
         shutil.copytree(disk_path, copy, ignore=shutil.ignore_patterns("LOCK"))
+    return copy
+
+
+async def test_crash_with_a_zero_tail_keeps_every_acknowledged_put(disk_path, tmp_path):
+    """A copy of the files taken while open (a kill -9) reopens with every put and no zeros."""
+    copy = await _copy_taken_while_open(disk_path, tmp_path, puts=50, repeat=10)
     assert journal_frames_end(copy)[1] > journal_frames_end(copy)[0]
     async with Engine.open(copy) as engine:
         assert engine.statistics().documents == 50
@@ -102,11 +110,7 @@ async def test_crash_with_a_zero_tail_keeps_every_acknowledged_put(disk_path, tm
 
 async def test_flipped_byte_mid_journal_with_a_zero_tail_is_corrupt_store(disk_path, tmp_path):
     """Damage inside a committed middle frame is CorruptStore even with zeros after the frames."""
-    copy = os.path.join(str(tmp_path), "crashed")
-    async with Engine.open(disk_path) as engine:
-        for i in range(10):
-            await engine.put_document(f"d{i}", f"document {i} " * 20)
-        shutil.copytree(disk_path, copy, ignore=shutil.ignore_patterns("LOCK"))
+    copy = await _copy_taken_while_open(disk_path, tmp_path, puts=10, repeat=20)
     journal = os.path.join(copy, JOURNAL)
     data = bytearray(open(journal, "rb").read())
     start, end = list(iter_frame_offsets(bytes(data), 1))[4]
