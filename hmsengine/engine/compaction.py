@@ -107,13 +107,16 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
                 payload = encode_transaction(list(puts), embedding_dim=core.table.embedding_dim)
                 journal.append(encode_frame(core.codec, kind=KIND_BASE, sequence=revision,
                                             payload=payload, version=FORMAT_VERSION,
-                                            file_label=label, offset=journal.size()))
+                                            file_label=label, offset=journal.size(),
+                                            compress_small=True))
                 written += 1
                 puts = []
 
             for doc_id, entry in entries:
                 raw = core.text.read(entry.offset, entry.length, entry.crc)
-                record = text.encode_at(raw, offset)
+                # Compressed whatever its size: the new generation is written for the long
+                # term, and compaction is not on any caller's write path (codec.py).
+                record = text.encode_at(raw, offset, compress_small=True)
                 buffer.append(record)
                 buffered += len(record)
                 locations[doc_id] = (offset, len(record), record_crc(record))

@@ -70,11 +70,12 @@ def _header_crc(prefix: bytes) -> int:
 
 def encode_frame(
     codec: Codec, *, kind: int, sequence: int, payload: bytes, version: int, file_label: bytes,
-    offset: int,
+    offset: int, compress_small: bool = False,
 ) -> bytes:
-    """Encode one frame. ``offset`` is where it will be written (bound into the AEAD data)."""
+    """Encode one frame. ``offset`` is where it will be written (bound into the AEAD data); a
+    small payload goes in a raw zstd block unless ``compress_small`` (see codec.py)."""
     aad = frame_aad(file_label, offset, version) if codec.encrypted else b""  # plain: unused
-    flags, stored = codec.encode(payload, aad=aad)
+    flags, stored = codec.encode(payload, aad=aad, compress_small=compress_small)
     if len(stored) > MAX_FRAME_PAYLOAD:
         raise InvalidRequest(
             f"transaction of {len(stored)} bytes (compressed) is over the limit of {MAX_FRAME_PAYLOAD}",

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from ..errors import CorruptStore, InvalidRequest, WrongKey
-from .codec import FLAG_AEAD, FLAG_ZSTD, Codec, _compressor
+from .codec import FLAG_AEAD, FLAG_ZSTD, Codec, zstd_frame
 
 KEY_CHECK_TEXT = b"hmsengine key check v1"
 NONCE_SIZE = 12
@@ -122,16 +122,18 @@ def open_encryption(key: str | bytes | None, encryption: dict[str, Any], store_i
 
 
 class SealedCodec(Codec):
-    """zstd, then AES-256-GCM with a fresh random 96-bit nonce per record."""
+    """A zstd frame (codec.zstd_frame: raw block for small payloads), then AES-256-GCM with a
+    fresh random 96-bit nonce per record."""
 
     encrypted = True
 
     def __init__(self, key: bytes) -> None:
         self._aead = AESGCM(key)
 
-    def encode(self, data: bytes, *, aad: bytes) -> tuple[int, bytes]:
+    def encode(self, data: bytes, *, aad: bytes, compress_small: bool = False) -> tuple[int, bytes]:
         nonce = os.urandom(NONCE_SIZE)
-        return FLAG_ZSTD | FLAG_AEAD, nonce + self._aead.encrypt(nonce, _compressor().compress(data), aad)
+        frame = zstd_frame(data, compress_small=compress_small)
+        return FLAG_ZSTD | FLAG_AEAD, nonce + self._aead.encrypt(nonce, frame, aad)
 
     def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int) -> bytes:
         compressed = self._open_sealed(flags, stored, aad=aad, where=where, offset=offset)

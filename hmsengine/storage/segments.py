@@ -40,10 +40,12 @@ def record_aad(file_label: bytes, offset: int, version: int) -> bytes:
     return b"text|" + file_label + b"|" + str(offset).encode() + b"|" + str(version).encode()
 
 
-def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, version: int) -> bytes:
-    """Encode a text record that will be written at ``offset``."""
+def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, version: int,
+                  compress_small: bool = False) -> bytes:
+    """Encode a text record that will be written at ``offset`` (a small text in a raw zstd block
+    unless ``compress_small``: see codec.py)."""
     aad = record_aad(file_label, offset, version) if codec.encrypted else b""  # plain: unused
-    flags, stored = codec.encode(raw, aad=aad)
+    flags, stored = codec.encode(raw, aad=aad, compress_small=compress_small)
     head = struct.pack("<4sB3xII", TEXT_MAGIC, flags, len(stored), len(raw))
     crc = (zlib.crc32(stored, zlib.crc32(head)) ^ RECORD_CRC_XOR) & 0xFFFFFFFF
     return head + struct.pack("<I", crc) + stored
@@ -96,8 +98,9 @@ class TextSegment:
         self.file_label = file_label
         self.version = version
 
-    def encode_at(self, raw: bytes, offset: int) -> bytes:
-        return encode_record(self.codec, raw, offset=offset, file_label=self.file_label, version=self.version)
+    def encode_at(self, raw: bytes, offset: int, *, compress_small: bool = False) -> bytes:
+        return encode_record(self.codec, raw, offset=offset, file_label=self.file_label,
+                             version=self.version, compress_small=compress_small)
 
     def read(self, offset: int, length: int, crc: int) -> bytes:
         """Read and decode the record at ``offset``; the bytes must carry checksum ``crc``."""

@@ -1,0 +1,126 @@
+"""The codecs' zstd framing: small payloads in a raw block, larger ones compressed.
+
+A raw-block frame must be exactly what zstd itself writes for incompressible input, so that any
+zstd decoder (and so every earlier build of hmsengine) reads it; compaction compresses what the
+write path left raw.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+import zstandard
+
+from hmsengine import Engine
+from hmsengine.errors import CorruptStore
+from hmsengine.storage.codec import (
+    FLAG_ZSTD,
+    PLAIN,
+    SMALL_PAYLOAD_BYTES,
+    raw_zstd_frame,
+    zstd_frame,
+)
+from hmsengine.storage.keys import SealedCodec
+from hmsengine.storage.segments import RECORD_HEADER, RECORD_HEADER_SIZE
+
+ENGLISH = ("Caroline went to the LGBTQ support group yesterday and said it was powerful. "
+           "Melanie is painting a sunrise over the lake for her kids. ")
+
+
+def test_raw_frame_is_byte_identical_to_zstds_own_for_incompressible_input() -> None:
+    rng = random.Random(7)
+    zstd = zstandard.ZstdCompressor(level=3, write_content_size=True)
+    for size in range(SMALL_PAYLOAD_BYTES):
+        data = rng.randbytes(size)
+        assert raw_zstd_frame(data) == zstd.compress(data), size
+
+
+def test_raw_frames_decode_through_zstd_and_both_codecs_at_every_size() -> None:
+    rng = random.Random(11)
+    sealed = SealedCodec(bytes(range(32)))
+    for size in range(SMALL_PAYLOAD_BYTES):
+        data = rng.randbytes(size) if size % 2 else (ENGLISH * 20).encode()[:size]
+        frame = zstd_frame(data)
+        assert frame == raw_zstd_frame(data)
+        assert zstandard.ZstdDecompressor().decompress(frame) == data  # any zstd decoder
+        assert zstandard.frame_content_size(frame) == size
+        flags, stored = PLAIN.encode(data, aad=b"")
+        assert flags == FLAG_ZSTD and stored == frame
+        assert PLAIN.decode(flags, stored, aad=b"", where="t", offset=0) == data
+        assert bytes(PLAIN.decode_writable(flags, stored, aad=b"", where="t", offset=0)) == data
+        flags, stored = sealed.encode(data, aad=b"here")
+        assert sealed.decode(flags, stored, aad=b"here", where="t", offset=0) == data
+        assert bytes(sealed.decode_writable(flags, stored, aad=b"here", where="t", offset=0)) == data
+
+
+def test_a_raw_frame_holds_only_small_payloads() -> None:
+    with pytest.raises(ValueError, match="under 1024 bytes"):
+        raw_zstd_frame(bytes(SMALL_PAYLOAD_BYTES))
+
+
+def test_payloads_from_the_threshold_up_are_compressed() -> None:
+    text = (ENGLISH * 20).encode()[:SMALL_PAYLOAD_BYTES]
+    frame = zstd_frame(text)
+    assert len(frame) < len(text) // 2
+    assert zstandard.ZstdDecompressor().decompress(frame) == text
+
+
+def test_compress_small_keeps_the_shorter_frame() -> None:
+    english = ENGLISH.encode()
+    assert len(zstd_frame(english, compress_small=True)) < len(raw_zstd_frame(english))
+    tiny = b"ok"  # a compressed frame of two bytes is no shorter than the raw one
+    assert zstd_frame(tiny, compress_small=True) == raw_zstd_frame(tiny)
+    noise = random.Random(3).randbytes(300)
+    assert zstd_frame(noise, compress_small=True) == raw_zstd_frame(noise)
+
+
+def test_a_damaged_raw_frame_is_corruption_not_garbage() -> None:
+    frame = bytearray(raw_zstd_frame(b"hello world"))
+    frame[6] ^= 0x40  # the block header: now claims another size
+    with pytest.raises(CorruptStore):
+        PLAIN.decode(FLAG_ZSTD, bytes(frame), aad=b"", where="t", offset=0)
+
+
+def _records(data: bytes) -> list[tuple[int, bytes]]:
+    """(raw length, stored bytes) of each record in a documents.text image, in order."""
+    out, pos = [], 0
+    while pos + RECORD_HEADER_SIZE <= len(data):
+        _magic, _flags, stored_len, raw_len, _crc = RECORD_HEADER.unpack_from(data, pos)
+        start = pos + RECORD_HEADER_SIZE
+        out.append((raw_len, data[start:start + stored_len]))
+        pos = start + stored_len
+    return out
+
+
+def test_small_texts_are_written_raw_and_compaction_compresses_them(tmp_path) -> None:
+    small = ENGLISH  # ~140 bytes: a raw block on the write path
+    large = ENGLISH * 12  # over the threshold: compressed at once
+
+    async def main() -> None:
+        async with Engine.open(tmp_path / "s") as engine:
+            await engine.put_document("small", small)
+            await engine.put_document("large", large)
+        (gen,) = [p for p in (tmp_path / "s").iterdir() if p.name.startswith("gen-")]
+        written = _records((gen / "documents.text").read_bytes())
+        assert written[0] == (len(small), raw_zstd_frame(small.encode()))
+        assert written[1][0] == len(large) and len(written[1][1]) < len(large) // 4
+        # The journal's frame for the small put holds its payload in a raw block too.
+        assert small.encode() in (gen / "journal.log").read_bytes()
+
+        async with Engine.open(tmp_path / "s") as engine:
+            assert (await engine.get_document("small")).text == small
+            await engine.compact()
+            assert (await engine.get_document("small")).text == small
+            assert (await engine.get_document("large")).text == large
+        (gen,) = [p for p in (tmp_path / "s").iterdir() if p.name.startswith("gen-")]
+        compacted = dict(_records((gen / "documents.text").read_bytes()))
+        assert len(compacted[len(small)]) < len(small)
+        assert zstandard.ZstdDecompressor().decompress(compacted[len(small)]) == small.encode()
+        assert small.encode() not in (gen / "journal.log").read_bytes()
+
+        async with Engine.open(tmp_path / "s") as engine:
+            assert (await engine.get_document("small")).text == small
+
+    trio.run(main)
