@@ -237,7 +237,7 @@ def check_embedding(value: object, field: str = "embedding") -> np.ndarray | Non
 
 def make_put(id: object, text: object, metadata: object = None, embedding: object = None,
              *, where: str = "") -> PutOp:
-    if isinstance(metadata, Mapping) and TOMBSTONE_KEY in metadata:
+    if metadata is not None and isinstance(metadata, Mapping) and TOMBSTONE_KEY in metadata:
         raise InvalidRequest(f"{where}metadata.{TOMBSTONE_KEY}: reserved for the tombstones of purged ids",
                              hint="purge with delete_document(id, purge=True) or transact(tombstones=...)")
     return PutOp(
