@@ -42,7 +42,7 @@ MAX_BATCH_TRANSACTIONS = 1024
 # worker-thread round trip costs as much as the fdatasync itself (PERF-NOTES.md, "Durability"),
 # so a lone writer would pay twice. Larger batches hand the commit to a worker thread.
 INLINE_COMMIT_CHARS = 64 * 1024
-INLINE_COMMIT_OPS = 256  # checked first, so sizing a large batch costs nothing
+INLINE_COMMIT_OPS = 256
 # ... and only while the disk is quick: a moving average of recent journal syncs at most this.
 # On a busy or stalling disk a commit blocking the loop would stall every reader with it, the
 # hop is small beside the fdatasync, and (measured on this shared machine under heavy I/O load)
@@ -93,6 +93,7 @@ class WriterActor:
         self._unsynced_bytes = 0
         self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
         self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
+        self._planned_size = (0, 0)  # operations and characters of the batch _plan accepted
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve requests until the send side is closed and every queued request is answered."""
@@ -142,11 +143,15 @@ class WriterActor:
         planned: list[PlannedTxn] = []
         accepted: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
         noops = self._noops = []
+        # The batch's size, for the inline-or-thread decision (_commit_inline), counted here
+        # rather than in a second pass over every operation.
+        size_ops = size_chars = 0
         for request in batch:
             local: dict[str, bool] = {}
             ops: list[PutOp | DeleteOp] = []
             results: list[PutResult | DeleteResult] = []
             fixes: int | None = None
+            chars = 0
             # The revision this transaction creates if it writes anything (a no-op's results
             # are given the revision current when they are answered).
             revision = sequence + 1
@@ -166,6 +171,11 @@ class WriterActor:
                         results.append(PutResult(id=op.id, created=not present, revision=revision))
                         local[op.id] = True
                         ops.append(op)
+                        chars += len(op.text)
+                        if op.metadata_json is not None:
+                            chars += len(op.metadata_json)
+                        if op.embedding is not None:
+                            chars += op.embedding.nbytes
                     else:
                         results.append(DeleteResult(id=op.id, existed=present, revision=revision))
                         if present:
@@ -185,6 +195,9 @@ class WriterActor:
                 dim = fixes
             planned.append(PlannedTxn(sequence=sequence, ops=ops, fixes_embedding_dim=fixes))
             accepted.append((request, results))
+            size_ops += len(ops)
+            size_chars += chars
+        self._planned_size = (size_ops, size_chars)
         return planned, accepted
 
     async def _commit_batch(self, batch: list[WriteRequest]) -> None:
@@ -200,7 +213,7 @@ class WriterActor:
                 self._answer_noops(core.table.revision)
                 return
             try:
-                if self._commit_inline(planned):
+                if self._commit_inline(*self._planned_size):
                     stored = core.commit(planned)
                 else:
                     stored = await trio.to_thread.run_sync(core.commit, planned)
@@ -248,26 +261,17 @@ class WriterActor:
             if not isinstance(exc, Exception):
                 raise
 
-    def _commit_inline(self, planned: list[PlannedTxn]) -> bool:
-        """True if this batch should be written and synced on the event loop (see
+    def _commit_inline(self, ops: int, chars: int) -> bool:
+        """True if a batch of ``ops`` operations carrying ``chars`` characters of text and
+        metadata (and embedding bytes) should be written and synced on the event loop (see
         ``INLINE_COMMIT_CHARS``): it is small and recent syncs were quick.
 
         Other ready tasks do not send it to a thread: the loop is then held for about one
         fdatasync (at most ``INLINE_SYNC_MAX_S`` on average), the same order as an inline query
         (engine/readers.py ``INLINE_WORK``), while callers waiting on the writer gain a thread
         round trip per batch (32 concurrent writers: ~10% more puts/s, measured in-process)."""
-        if sum(len(txn.ops) for txn in planned) > INLINE_COMMIT_OPS:
-            return False
-        if self._sync_s > INLINE_SYNC_MAX_S:
-            return False
-        chars = 0
-        for txn in planned:
-            for op in txn.ops:
-                if isinstance(op, PutOp):
-                    chars += len(op.text) + len(op.metadata_json or "")
-                    if op.embedding is not None:
-                        chars += op.embedding.nbytes
-        return chars <= INLINE_COMMIT_CHARS
+        return (ops <= INLINE_COMMIT_OPS and chars <= INLINE_COMMIT_CHARS
+                and self._sync_s <= INLINE_SYNC_MAX_S)
 
     async def _compact(self, request: CompactRequest) -> None:
         """Compact (and with ``purge`` erase) while no commit can interleave."""

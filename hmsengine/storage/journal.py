@@ -52,6 +52,7 @@ MAGIC = b"HMJ1"
 PREFIX = struct.Struct("<4sHBBQIII")  # the 28 bytes the header crc covers
 HEADER = struct.Struct("<4sHBBQIIII")
 HEADER_SIZE = HEADER.size  # 32
+_U32 = struct.Struct("<I")
 HEADER_CRC_XOR = 0x5A17C0DE
 KIND_TRANSACTION = 1
 KIND_CHECKPOINT = 2
@@ -84,7 +85,7 @@ def encode_frame(
     prefix = PREFIX.pack(
         MAGIC, version, kind, flags, sequence, len(stored), zlib.crc32(stored) & 0xFFFFFFFF, 0
     )
-    return prefix + struct.pack("<I", _header_crc(prefix)) + stored
+    return prefix + _U32.pack((zlib.crc32(prefix) ^ HEADER_CRC_XOR) & 0xFFFFFFFF) + stored
 
 
 def frame_aad(file_label: bytes, offset: int, version: int) -> bytes:

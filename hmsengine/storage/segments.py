@@ -32,6 +32,8 @@ from .directory import FileHandle
 TEXT_MAGIC = b"HMT1"
 RECORD_HEADER = struct.Struct("<4sB3xIII")
 RECORD_HEADER_SIZE = RECORD_HEADER.size  # 20
+_HEAD = struct.Struct("<4sB3xII")  # the 16 bytes before the crc
+_CRC = struct.Struct("<I")
 RECORD_CRC_XOR = 0x7E57AB1E
 
 
@@ -46,14 +48,14 @@ def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, v
     unless ``compress_small``: see codec.py)."""
     aad = record_aad(file_label, offset, version) if codec.encrypted else b""  # plain: unused
     flags, stored = codec.encode(raw, aad=aad, compress_small=compress_small)
-    head = struct.pack("<4sB3xII", TEXT_MAGIC, flags, len(stored), len(raw))
+    head = _HEAD.pack(TEXT_MAGIC, flags, len(stored), len(raw))
     crc = (zlib.crc32(stored, zlib.crc32(head)) ^ RECORD_CRC_XOR) & 0xFFFFFFFF
-    return head + struct.pack("<I", crc) + stored
+    return head + _CRC.pack(crc) + stored
 
 
 def record_crc(record: bytes) -> int:
     """The checksum stored in an encoded record (the document table keeps it to verify reads)."""
-    return int(struct.unpack_from("<I", record, 16)[0])
+    return int(_CRC.unpack_from(record, 16)[0])
 
 
 def check_record(data: bytes, expected_crc: int | None = None) -> bool:
