@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -40,9 +41,9 @@ from .values import DeleteOp, PutOp
 log = logging.getLogger(__name__)
 
 
-@attrs.frozen(kw_only=True)
-class PlannedTxn:
-    """A transaction the writer has checked against the table, ready to be written."""
+class PlannedTxn(NamedTuple):
+    """A transaction the writer has checked against the table, ready to be written (a named
+    tuple: one per transaction on the write path, see txn.StoredPut)."""
 
     sequence: int
     ops: Sequence[PutOp | DeleteOp]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import attrs
 import trio
@@ -71,9 +72,9 @@ class SyncRequest:
     slot: ReplySlot[None]
 
 
-@attrs.frozen(kw_only=True, eq=False)
-class WriteRequest:
-    """One transaction: puts and deletes applied all or none. ``slot`` receives the results."""
+class WriteRequest(NamedTuple):
+    """One transaction: puts and deletes applied all or none. ``slot`` receives the results.
+    (A named tuple: one per write, on the path every put takes; see txn.StoredPut.)"""
 
     ops: Sequence[PutOp | DeleteOp]
     slot: ReplySlot[list[PutResult | DeleteResult]]
