@@ -106,32 +106,41 @@ class WriterActor:
 
     async def _serve(self) -> None:
         async with self._receive:
-            while True:
-                try:
-                    first = await self._receive.receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                batch = [first]
-                while len(batch) < MAX_BATCH_TRANSACTIONS:
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                # Writes queued before a compaction commit first, in arrival order.
-                run: list[WriteRequest] = []
-                for message in batch:
-                    if isinstance(message, (CompactRequest, SyncRequest)):
-                        if run:
-                            await self._commit_batch(run)
-                            run = []
-                        if isinstance(message, CompactRequest):
-                            await self._compact(message)
-                        else:
-                            await self._sync(message)
-                    else:
-                        run.append(message)
+            while await self._serve_one():
+                pass
+
+    async def _serve_one(self) -> bool:
+        """Take the next batch of messages and handle it; False once the mailbox is closed.
+
+        A method of its own so that the batch (every caller's operations, texts included, and
+        their results) is released when it returns, not held by the loop's variables until the
+        next write arrives."""
+        try:
+            first = await self._receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return False
+        batch = [first]
+        while len(batch) < MAX_BATCH_TRANSACTIONS:
+            try:
+                batch.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        # Writes queued before a compaction commit first, in arrival order.
+        run: list[WriteRequest] = []
+        for message in batch:
+            if isinstance(message, (CompactRequest, SyncRequest)):
                 if run:
                     await self._commit_batch(run)
+                    run = []
+                if isinstance(message, CompactRequest):
+                    await self._compact(message)
+                else:
+                    await self._sync(message)
+            else:
+                run.append(message)
+        if run:
+            await self._commit_batch(run)
+        return True
 
     # -- one batch -------------------------------------------------------------------------
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
 import pytest
 import trio
+import trio.testing
 
 from hmsengine import Document, Engine, InvalidRequest, StoreLocked
+from hmsengine.engine.values import PutOp
 from hmsengine.errors import EngineClosed
 
 
@@ -87,6 +90,17 @@ async def test_put_documents_is_one_transaction(store_path):
         assert [r.created for r in results] == [True, True]
         assert {r.revision for r in results} == {1} and engine.revision == 1
         assert (await engine.get_document("b")).metadata == {"x": 1}
+
+
+async def test_the_writer_keeps_nothing_of_a_finished_batch(store_path):
+    """Once a put_documents call has returned, no operation of it (each holds its text) stays
+    referenced by the writer until the next write comes."""
+    async with Engine.open(store_path) as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": f"text {i} " * 50} for i in range(200)])
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        assert [o for o in gc.get_objects() if isinstance(o, PutOp)] == []
+        assert (await engine.get_document("d7")).text == "text 7 " * 50
 
 
 async def test_put_documents_all_or_none(store_path):
