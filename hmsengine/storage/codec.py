@@ -15,7 +15,8 @@ tables) is ~4 us warm and, measured inside a commit on this VM, 10-20 us per cal
 caches cold after an fdatasync, while a few hundred bytes of text shrink by only 20-35% (LoCoMo
 turns: 0.98 of their size under 128 bytes, 0.78 at 128-256, 0.70 at 256-512). A single put paid
 two such calls (its text record and its journal frame): skipping them took ~15% off a lone
-writer's time per put and ~20% off the CPU per put of 32 concurrent writers (bench/ingest.py).
+writer's time per put and ~25% off the CPU per put of 32 concurrent writers (processes of the
+old and the new code interleaved on bench/ingest.py's texts, 2026-12-01).
 Compaction passes ``compress_small=True``: it compresses every record and frame it rewrites
 (keeping the raw block where that is shorter), so raw blocks of compressible text live only until
 the next compaction.

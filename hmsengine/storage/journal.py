@@ -85,7 +85,7 @@ def encode_frame(
     prefix = PREFIX.pack(
         MAGIC, version, kind, flags, sequence, len(stored), zlib.crc32(stored) & 0xFFFFFFFF, 0
     )
-    return prefix + _U32.pack((zlib.crc32(prefix) ^ HEADER_CRC_XOR) & 0xFFFFFFFF) + stored
+    return prefix + _U32.pack(_header_crc(prefix)) + stored
 
 
 def frame_aad(file_label: bytes, offset: int, version: int) -> bytes:
