@@ -193,7 +193,7 @@ class StoreCore:
 
     def _commit(self, batch: Sequence[PlannedTxn]) -> list[list[StoredOp]]:
         # Every put of every caller runs through this loop: names are bound locally and the
-        # counters are added once per batch (a few microseconds per put, measured).
+        # counters are added once per batch.
         text = self.text
         encode_at = text.encode_at
         codec, label = self.codec, self.journal_label

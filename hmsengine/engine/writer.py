@@ -94,7 +94,6 @@ class WriterActor:
         self._unsynced_bytes = 0
         self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
         self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
-        self._planned_size = (0, 0)  # operations and characters of the batch _plan accepted
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve requests until the send side is closed and every queued request is answered."""
@@ -144,8 +143,9 @@ class WriterActor:
 
     # -- one batch -------------------------------------------------------------------------
 
-    def _plan(self, batch: list[WriteRequest]) -> tuple[list[PlannedTxn], list[_Accepted]]:
-        """Check each transaction against the table and the batch's earlier transactions."""
+    def _plan(self, batch: list[WriteRequest]) -> tuple[list[PlannedTxn], list[_Accepted], int, int]:
+        """Check each transaction against the table and the batch's earlier transactions; also
+        return the accepted operations' count and characters (for ``_commit_inline``)."""
         table = self._core.table
         staged: dict[str, bool] = {}
         dim = table.embedding_dim
@@ -207,8 +207,7 @@ class WriterActor:
             accepted.append((request, results))
             size_ops += len(ops)
             size_chars += chars
-        self._planned_size = (size_ops, size_chars)
-        return planned, accepted
+        return planned, accepted, size_ops, size_chars
 
     async def _commit_batch(self, batch: list[WriteRequest]) -> None:
         core = self._core
@@ -218,12 +217,12 @@ class WriterActor:
                 request.slot.set_error(refused)
             return
         try:
-            planned, accepted = self._plan(batch)
+            planned, accepted, size_ops, size_chars = self._plan(batch)
             if not planned:
                 self._answer_noops(core.table.revision)
                 return
             try:
-                if self._commit_inline(*self._planned_size):
+                if self._commit_inline(size_ops, size_chars):
                     stored = core.commit(planned)
                 else:
                     stored = await trio.to_thread.run_sync(core.commit, planned)
