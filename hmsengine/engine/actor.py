@@ -48,6 +48,12 @@ class ReplySlot(Generic[T]):
     def set_error(self, error: BaseException) -> None:
         self._resolve(outcome.Error(error))
 
+    def result(self) -> T:
+        """The reply of a slot already set: its value, or its exception raised."""
+        if self._outcome is None:
+            raise RuntimeError("the reply slot was never set")
+        return self._outcome.unwrap()
+
     async def wait(self) -> T:
         """Wait for the actor's reply and return it, or raise the actor's exception.
 

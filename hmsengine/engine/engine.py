@@ -84,6 +84,9 @@ class Engine:
         self._writer = writer
         self._clock = clock
         self._closed = False
+        # Writes between entering _submit and returning (sent, committing, or answered and not
+        # yet resumed): while any is, a new write joins the mailbox instead of committing alone.
+        self._writes_in_flight = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -122,17 +125,36 @@ class Engine:
             raise EngineClosed("the engine is closed")
         slot: ReplySlot[list[Any]] = ReplySlot()
         request = WriteRequest(ops=ops, slot=slot)
-        # Cancelled before sending: nothing is sent. Then a plain send_nowait when the mailbox
-        # has room: ``send`` would add a schedule point of its own, and ``slot.wait`` is one.
+        # Cancelled before sending: nothing is sent.
         await trio.lowlevel.checkpoint_if_cancelled()
+        writer = self._writer
+        if not self._writes_in_flight and not writer.busy:
+            # No other write is in flight, so no group could form around this one: commit it in
+            # this task (writer.py, commit_alone). A caller that arrives meanwhile finds this
+            # one in flight and sends, and the writes of concurrent callers keep meeting in the
+            # mailbox. The write commits whole even if this task is cancelled meanwhile; the
+            # final schedule point does not raise, so the caller still hears of it.
+            self._writes_in_flight = 1
+            try:
+                await writer.commit_alone(request)
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            finally:
+                self._writes_in_flight -= 1
+            return slot.result()
+        # A plain send_nowait when the mailbox has room: ``send`` would add a schedule point of
+        # its own, and ``slot.wait`` is one.
+        self._writes_in_flight += 1
         try:
             try:
-                self._send.send_nowait(request)
-            except trio.WouldBlock:
-                await self._send.send(request)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise EngineClosed("the engine is closed") from None
-        return await slot.wait()
+                try:
+                    self._send.send_nowait(request)
+                except trio.WouldBlock:
+                    await self._send.send(request)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise EngineClosed("the engine is closed") from None
+            return await slot.wait()
+        finally:
+            self._writes_in_flight -= 1
 
     async def put_document(self, id: str, text: str, *, metadata: dict[str, Any] | None = None,
                            embedding: Any = None) -> PutResult:
@@ -422,6 +444,7 @@ class Engine:
             index_documents_tokenized=self._indexer.rebuilt_documents,
             index_segments_rejected=self._indexer.segments_rejected,
             index_merges=self._indexer.merges,
+            commits_in_caller=self._writer.commits_in_caller,
             tombstones=len(self._core.table.tombstones),
             table_snapshot_documents=self._core.snapshot_documents,
         )

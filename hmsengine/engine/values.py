@@ -102,6 +102,7 @@ class EngineStatistics:
     index_merges: int = 0
     tombstones: int = 0  # purged ids remembered so no import brings them back (not in documents)
     table_snapshot_documents: int = 0  # taken from the table snapshot at open (0: full replay)
+    commits_in_caller: int = 0  # batches of one write committed by its caller (none in flight)
 
 
 @attrs.frozen(kw_only=True)

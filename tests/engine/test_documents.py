@@ -94,13 +94,18 @@ async def test_put_documents_is_one_transaction(store_path):
 
 async def test_the_writer_keeps_nothing_of_a_finished_batch(store_path):
     """Once a put_documents call has returned, no operation of it (each holds its text) stays
-    referenced by the writer until the next write comes."""
+    referenced by the writer until the next write comes: neither when its caller committed it
+    alone nor when the writer's task did (the second call finds the first in flight)."""
     async with Engine.open(store_path) as engine:
-        await engine.put_documents([{"id": f"d{i}", "text": f"text {i} " * 50} for i in range(200)])
+        async with trio.open_nursery() as nursery:
+            for k in range(2):
+                nursery.start_soon(engine.put_documents,
+                                   [{"id": f"d{k}-{i}", "text": f"text {i} " * 50} for i in range(200)])
+        assert (engine.statistics().commits_in_caller, engine.statistics().commits) == (1, 2)
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
         assert [o for o in gc.get_objects() if isinstance(o, PutOp)] == []
-        assert (await engine.get_document("d7")).text == "text 7 " * 50
+        assert (await engine.get_document("d1-7")).text == "text 7 " * 50
 
 
 async def test_put_documents_all_or_none(store_path):
