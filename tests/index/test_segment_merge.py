@@ -1,0 +1,87 @@
+"""merge_segments keeps exactly the live documents, in document-number order, with their postings.
+
+The reference is a segment built directly from the surviving documents: a merge must index them
+the same way (term ids may differ, so postings are compared by term).
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+import numpy as np
+import pytest
+
+from hmsengine.index.analyzer import get_analyzer
+from hmsengine.index.segment import Segment, build_segment, merge_segments
+
+DIM = 64
+
+
+def _postings_by_term(segment: Segment) -> dict[str, list[tuple[str, float]]]:
+    out = {}
+    terms = segment.terms
+    for term, column in segment.vocab.items():
+        lo, hi = int(terms.offsets[column]), int(terms.offsets[column + 1])
+        entries = [(segment.ids[int(d)], float(v))
+                   for d, v in zip(terms.doc_ids[lo:hi], terms.values[lo:hi], strict=True)]
+        if entries:
+            out[term] = entries
+    return out
+
+
+def _forward_by_doc(segment: Segment) -> dict[str, set[str]]:
+    names = {column: term for term, column in segment.vocab.items()}
+    fwd = segment.forward
+    return {doc_id: {names[int(c)] for c in fwd.doc_ids[fwd.offsets[i]:fwd.offsets[i + 1]]}
+            for i, doc_id in enumerate(segment.ids)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_merge_equals_a_build_of_the_live_documents(seed: int) -> None:
+    rng = random.Random(seed)
+    analyzer = get_analyzer("standard")
+    words = [f"w{rng.randrange(10**6)}" for _ in range(rng.choice((5, 50, 3000)))]
+    n = rng.randrange(1, 400)
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 30))) for _ in range(n)]
+    edim = rng.choice((None, 3))
+    embeddings = [np.asarray([rng.random() + 0.1 for _ in range(3)], dtype=np.float32)
+                  if edim and rng.random() < 0.5 else None for _ in range(n)]
+    # Split the documents (numbered 0..n-1) into parts; when ``interleaved``, a part takes every
+    # k-th document, as overlapping segments rebuilt at open do.
+    parts_count = rng.randrange(1, 6)
+    interleaved = rng.random() < 0.4
+    groups = ([list(range(k, n, parts_count)) for k in range(parts_count)] if interleaved else
+              [list(chunk) for chunk in np.array_split(np.arange(n), parts_count)])
+    groups = [g for g in groups if g]
+    segments, lives = [], []
+    for group in groups:
+        segment = build_segment(analyzer, ids=[f"d{i}" for i in group], texts=[texts[i] for i in group],
+                                embeddings=[embeddings[i] for i in group], first_docnum=0,
+                                dim=DIM, embedding_dim=edim)
+        segments.append(attrs.evolve(segment, docnums=np.asarray(group, dtype=np.int64)))
+        lives.append(np.asarray([rng.random() < 0.75 for _ in group], dtype=np.uint8))
+    order = list(range(len(segments)))
+    rng.shuffle(order)  # the result must not depend on the input order
+    merged = merge_segments([segments[i] for i in order], [lives[i] for i in order],
+                            dim=DIM, embedding_dim=edim)
+
+    live = sorted(i for group, flags in zip(groups, lives, strict=True)
+                  for i, flag in zip(group, flags.tolist(), strict=True) if flag)
+    expected = build_segment(analyzer, ids=[f"d{i}" for i in live], texts=[texts[i] for i in live],
+                             embeddings=[embeddings[i] for i in live], first_docnum=0,
+                             dim=DIM, embedding_dim=edim)
+    assert merged.ids == expected.ids
+    assert merged.docnums.tolist() == live
+    assert merged.doc_lens.tolist() == expected.doc_lens.tolist()
+    assert merged.has_embedding.tolist() == expected.has_embedding.tolist()
+    assert sorted(merged.vocab.values()) == list(range(len(merged.vocab)))
+    assert _postings_by_term(merged) == _postings_by_term(expected)
+    by_term = {t: int(merged.df[c]) for t, c in merged.vocab.items() if merged.df[c]}
+    assert by_term == {t: int(expected.df[c]) for t, c in expected.vocab.items() if expected.df[c]}
+    assert _forward_by_doc(merged) == _forward_by_doc(expected)
+    if expected.embeddings is None:
+        assert merged.embeddings is None
+    else:
+        assert merged.embeddings is not None
+        np.testing.assert_allclose(merged.embeddings, expected.embeddings, rtol=1e-6)
