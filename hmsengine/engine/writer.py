@@ -15,9 +15,9 @@ A write that finds nothing else in flight (no other caller between sending and b
 the writer idle) is committed by its caller, as a batch of one, through the same code
 (:meth:`WriterActor.commit_alone`): a lone writer's batch is always one write, and handing it to
 the actor's task and back cost two passes of trio's scheduler per put (~12% of a lone writer's
-process CPU per put, measured: 133 -> 117 us, ~10% more puts/s). Whoever commits holds ``busy``, so the journal and the
-text segment still have one owner at a time; with concurrent writers every caller finds another
-in flight and goes through the mailbox, so group commit is unchanged.
+process CPU per put, measured: 133 -> 117 us, ~10% more puts/s). Whoever commits holds ``busy``,
+so the journal and the text segment still have one owner at a time; with concurrent writers
+every caller finds another in flight and goes through the mailbox, so group commit is unchanged.
 
 A batch in progress is shielded from cancellation: it commits and replies as one unit even if the
 engine is being torn down or its caller cancelled. A failed write or fsync latches the store broken
