@@ -20,6 +20,7 @@ file and the line), then writes everything in one transaction:
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -240,9 +241,16 @@ async def import_jsonl(engine: Engine, path: object, *, progress: Progress | Non
     """Validate all of ``path``, then write it in one transaction (see the module docstring)."""
     source = _check_path(path, for_writing=False)
     with _os_errors(source):
-        items = await trio.to_thread.run_sync(
-            lambda: parse_records(read_lines(source), str(source)))
+        items = await trio.to_thread.run_sync(_parse_file, source)
     return await apply(engine, items, source=str(source), progress=progress)
+
+
+def _parse_file(source: Path) -> list[Incoming]:
+    # Closed here, not when garbage collected: a line that fails validation leaves read_lines
+    # suspended inside its ``with``, and the raised error's traceback keeps it (and the open
+    # file) alive for as long as the caller holds the error.
+    with contextlib.closing(read_lines(source)) as lines:
+        return parse_records(lines, str(source))
 
 
 # -- writing ---------------------------------------------------------------------------------------

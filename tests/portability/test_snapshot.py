@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -298,6 +299,32 @@ async def test_newer_jsonl_schema_and_bad_paths(tmp_path: Path) -> None:
         (tmp_path / "broken.jsonl.gz").write_bytes(b"\x1f\x8b" + b"garbage")
         with pytest.raises(InvalidRequest, match="gzip"):
             await engine.import_jsonl(tmp_path / "broken.jsonl.gz")
+
+
+def _open_files() -> set[str]:
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("content", [
+    '{"type":"header","format":"hmsengine-jsonl","schemaVersion":2}\n',  # refused at the header
+    '{"type":"document","id":"d1","text":"fine"}\nnot json\n',  # refused mid-file
+])
+async def test_a_refused_import_leaves_no_file_open(tmp_path: Path, content: str) -> None:
+    """The error is kept (as a caller may) while the file is checked: it must be closed already,
+    not when the error's traceback is collected."""
+    path = tmp_path / "refused.jsonl"
+    path.write_text(content)
+    async with Engine.open(None) as engine:
+        with pytest.raises((IncompatibleStore, InvalidRequest)) as caught:
+            await engine.import_jsonl(path)
+        assert str(path) not in _open_files(), caught.value
 
 
 async def test_headerless_jsonl_of_facts_imports(tmp_path: Path) -> None:
