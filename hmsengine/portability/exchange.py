@@ -25,7 +25,7 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,7 +182,7 @@ class _os_errors:
 # -- reading a file ---------------------------------------------------------------------------------
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def read_lines(path: Path) -> Generator[tuple[int, bytes], None, None]:
     """(line number, bytes) of a .jsonl or gzip-compressed file, blank lines skipped."""
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
