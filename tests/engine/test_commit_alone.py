@@ -83,22 +83,6 @@ async def test_a_lone_writer_commits_in_its_own_task(store_path):
             assert (await engine.get_document("d39")).text == "text 39"
 
 
-async def test_concurrent_writers_meet_in_the_mailbox(store_path):
-    """With 32 writers nearly every write finds another in flight: batches still form."""
-    async def writer(engine: Engine, k: int) -> None:
-        for i in range(40):
-            await engine.put_document(f"w{k}-{i}", f"writer {k} document {i}")
-
-    async with Engine.open(store_path) as engine:
-        async with trio.open_nursery() as nursery:
-            for k in range(32):
-                nursery.start_soon(writer, engine, k)
-        s = engine.statistics()
-        assert s.documents == s.transactions == 32 * 40
-        assert s.fsyncs * 8 < s.transactions, s
-        assert s.commits_in_caller * 4 < s.commits, s
-
-
 async def test_a_caller_committing_alone_in_a_thread_keeps_the_store_to_itself(tmp_path):
     """While a lone large batch waits for its fsync in a worker thread, another write queues
     behind it (never interleaves), and cancelling the first caller does not split its batch
