@@ -84,9 +84,6 @@ class Engine:
         self._writer = writer
         self._clock = clock
         self._closed = False
-        # Writes between entering _submit and returning (sent, committing, or answered and not
-        # yet resumed): while any is, a new write joins the mailbox instead of committing alone.
-        self._writes_in_flight = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -123,38 +120,7 @@ class Engine:
     async def _submit(self, ops: list[PutOp | DeleteOp]) -> list[Any]:
         if self._closed:
             raise EngineClosed("the engine is closed")
-        slot: ReplySlot[list[Any]] = ReplySlot()
-        request = WriteRequest(ops=ops, slot=slot)
-        # Cancelled before sending: nothing is sent.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        writer = self._writer
-        if not self._writes_in_flight and not writer.busy:
-            # No other write is in flight, so no group could form around this one: commit it in
-            # this task (writer.py, commit_alone). A caller that arrives meanwhile finds this
-            # one in flight and sends, and the writes of concurrent callers keep meeting in the
-            # mailbox. The write commits whole even if this task is cancelled meanwhile; the
-            # final schedule point does not raise, so the caller still hears of it.
-            self._writes_in_flight = 1
-            try:
-                await writer.commit_alone(request)
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            finally:
-                self._writes_in_flight -= 1
-            return slot.result()
-        # A plain send_nowait when the mailbox has room: ``send`` would add a schedule point of
-        # its own, and ``slot.wait`` is one.
-        self._writes_in_flight += 1
-        try:
-            try:
-                try:
-                    self._send.send_nowait(request)
-                except trio.WouldBlock:
-                    await self._send.send(request)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise EngineClosed("the engine is closed") from None
-            return await slot.wait()
-        finally:
-            self._writes_in_flight -= 1
+        return await self._writer.submit(ops)
 
     async def put_document(self, id: str, text: str, *, metadata: dict[str, Any] | None = None,
                            embedding: Any = None) -> PutResult:
@@ -575,7 +541,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     send, receive = trio.open_memory_channel[WriteRequest | CompactRequest | SyncRequest](MAILBOX_SIZE)
     indexer = Indexer(core, get_analyzer(core.format.analyzer),
                       persistent=not isinstance(directory, MemoryDirectory))
-    writer = WriterActor(core, receive, indexer)
+    writer = WriterActor(core, send, receive, indexer)
     engine = Engine(core, send, writer, indexer, clock)
     try:
         warming.result()

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import attrs
 import trio
 
-from ..errors import DurabilityError, HmsError, InvalidRequest
+from ..errors import DurabilityError, EngineClosed, HmsError, InvalidRequest
 from . import compaction
 from .actor import ReplySlot
 from .compaction import CompactReport
@@ -94,9 +94,11 @@ _Accepted = tuple[WriteRequest, list[PutResult | DeleteResult]]
 
 class WriterActor:
     def __init__(self, core: StoreCore,
+                 send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
                  receive: trio.MemoryReceiveChannel[WriteRequest | CompactRequest | SyncRequest],
                  indexer: Indexer) -> None:
         self._core = core
+        self._send = send  # the callers' end of the mailbox (submit); the engine closes it
         self._receive = receive
         self._indexer = indexer
         self.listeners: list[Callable[[int, list[Change]], None]] = []
@@ -107,7 +109,48 @@ class WriterActor:
         # a caller committing alone: whoever set it owns the journal and the text segment.
         self.busy = False
         self._released = trio.lowlevel.ParkingLot()  # tasks waiting for busy to clear
+        # Writes between entering submit and returning (sent, committing, or answered and not
+        # yet resumed): while any is, a new write joins the mailbox instead of committing alone.
+        self._in_flight = 0
         self.commits_in_caller = 0
+
+    async def submit(self, ops: list[PutOp | DeleteOp]) -> list[PutResult | DeleteResult]:
+        """Commit one transaction (``ops``, all or none) and return its results, durable and
+        visible to every reader when this returns; an error of the batch is raised here.
+
+        Cancelled before anything is sent: nothing is written. When no other write is in flight
+        and the actor is idle, no group could form around this one: it commits in this task
+        (:meth:`commit_alone`), whole even if the caller is cancelled meanwhile, and the final
+        schedule point does not raise, so the caller still hears of it. Otherwise it goes to the
+        mailbox (a caller that arrives meanwhile finds this one in flight, so concurrent writes
+        keep meeting there); a caller cancelled while it waits stops waiting, and its
+        transaction still commits or not as one unit. A closed mailbox is ``EngineClosed``.
+        """
+        slot: ReplySlot[list[PutResult | DeleteResult]] = ReplySlot()
+        request = WriteRequest(ops=ops, slot=slot)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not self._in_flight and not self.busy:
+            self._in_flight = 1
+            try:
+                await self.commit_alone(request)
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            finally:
+                self._in_flight -= 1
+            return slot.result()
+        self._in_flight += 1
+        try:
+            # A plain send_nowait when the mailbox has room: ``send`` would add a schedule point
+            # of its own, and ``slot.wait`` is one.
+            try:
+                try:
+                    self._send.send_nowait(request)
+                except trio.WouldBlock:
+                    await self._send.send(request)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise EngineClosed("the engine is closed") from None
+            return await slot.wait()
+        finally:
+            self._in_flight -= 1
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve requests until the send side is closed and every queued request is answered."""
@@ -138,8 +181,8 @@ class WriterActor:
         """Commit ``request`` as a batch of its own in the calling task; its slot holds the
         outcome when this returns.
 
-        For a caller that found ``busy`` False and no other write in flight (engine.py
-        ``_submit``), so no batch could form around it: a lone writer saves the hand-over to
+        For a caller that found ``busy`` False and no other write in flight (:meth:`submit`),
+        so no batch could form around it: a lone writer saves the hand-over to
         this actor's task and back. Runs synchronously (no checkpoint) when the commit is
         inline, which is the usual case; when it waits for a worker thread, the actor parks on
         ``busy`` if a message arrives meanwhile. Shielded from the caller's cancellation like
