@@ -13,9 +13,9 @@ write as soon as its call returns.
 
 A write that finds nothing else in flight (no other caller between sending and being answered,
 the writer idle) is committed by its caller, as a batch of one, through the same code
-(:meth:`WriterActor.commit_alone`): a lone writer's batch is always one write, and handing it to
+(:meth:`WriterActor._commit_alone`): a lone writer's batch is always one write, and handing it to
 the actor's task and back cost two passes of trio's scheduler per put (~12% of a lone writer's
-process CPU per put, measured: 133 -> 117 us, ~10% more puts/s). Whoever commits holds ``busy``,
+process CPU per put, measured: 133 -> 117 us, ~10% more puts/s). Whoever commits holds ``_busy``,
 so the journal and the text segment still have one owner at a time; with concurrent writers
 every caller finds another in flight and goes through the mailbox, so group commit is unchanged.
 
@@ -107,7 +107,7 @@ class WriterActor:
         self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
         # True while a batch, a compaction or a sync is being handled, by this actor's task or by
         # a caller committing alone: whoever set it owns the journal and the text segment.
-        self.busy = False
+        self._busy = False
         self._released = trio.lowlevel.ParkingLot()  # tasks waiting for busy to clear
         # Writes between entering submit and returning (sent, committing, or answered and not
         # yet resumed): while any is, a new write joins the mailbox instead of committing alone.
@@ -120,7 +120,7 @@ class WriterActor:
 
         Cancelled before anything is sent: nothing is written. When no other write is in flight
         and the actor is idle, no group could form around this one: it commits in this task
-        (:meth:`commit_alone`), whole even if the caller is cancelled meanwhile, and the final
+        (:meth:`_commit_alone`), whole even if the caller is cancelled meanwhile, and the final
         schedule point does not raise, so the caller still hears of it. Otherwise it goes to the
         mailbox (a caller that arrives meanwhile finds this one in flight, so concurrent writes
         keep meeting there); a caller cancelled while it waits stops waiting, and its
@@ -129,10 +129,10 @@ class WriterActor:
         slot: ReplySlot[list[PutResult | DeleteResult]] = ReplySlot()
         request = WriteRequest(ops=ops, slot=slot)
         await trio.lowlevel.checkpoint_if_cancelled()
-        if not self._in_flight and not self.busy:
+        if not self._in_flight and not self._busy:
             self._in_flight = 1
             try:
-                await self.commit_alone(request)
+                await self._commit_alone(request)
                 await trio.lowlevel.cancel_shielded_checkpoint()
             finally:
                 self._in_flight -= 1
@@ -169,26 +169,26 @@ class WriterActor:
         await self._wait_until_free()
 
     async def _wait_until_free(self) -> None:
-        while self.busy:
+        while self._busy:
             await self._released.park()
 
     def _release(self) -> None:
-        self.busy = False
+        self._busy = False
         if self._released:
             self._released.unpark_all()
 
-    async def commit_alone(self, request: WriteRequest) -> None:
+    async def _commit_alone(self, request: WriteRequest) -> None:
         """Commit ``request`` as a batch of its own in the calling task; its slot holds the
         outcome when this returns.
 
-        For a caller that found ``busy`` False and no other write in flight (:meth:`submit`),
+        For a caller that found ``_busy`` False and no other write in flight (:meth:`submit`),
         so no batch could form around it: a lone writer saves the hand-over to
         this actor's task and back. Runs synchronously (no checkpoint) when the commit is
         inline, which is the usual case; when it waits for a worker thread, the actor parks on
-        ``busy`` if a message arrives meanwhile. Shielded from the caller's cancellation like
+        ``_busy`` if a message arrives meanwhile. Shielded from the caller's cancellation like
         any batch (see ``_commit_batch``).
         """
-        self.busy = True
+        self._busy = True
         try:
             await self._commit_batch([request])
         finally:
@@ -206,7 +206,7 @@ class WriterActor:
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return False
         await self._wait_until_free()  # a caller committing alone, waiting for a worker thread
-        self.busy = True
+        self._busy = True
         try:
             await self._handle(first)
         finally:

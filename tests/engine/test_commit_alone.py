@@ -1,4 +1,4 @@
-"""A write with nothing else in flight is committed by its caller (writer.py, commit_alone).
+"""A write with nothing else in flight is committed by its caller (writer.py, WriterActor._commit_alone).
 
 The path must keep every promise of the writer actor: one owner of the journal at a time, group
 commit for concurrent callers, a batch committed whole even if its caller is cancelled, and a
