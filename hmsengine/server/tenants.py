@@ -152,7 +152,10 @@ class TenantPool:
         except BaseException as exc:
             # Forget the failed tenant so that a later request tries again (a lock held by
             # another process, for one, may go away); the requests waiting now see the error.
-            del self._tenants[name]
+            # _hold's own cleanup may have removed it already: a second del was a KeyError,
+            # which turned a 503 store_locked into a 500.
+            if self._tenants.get(name) is tenant:
+                del self._tenants[name]
             tenant.error = exc
             tenant.ready.set()
             tenant.closed.set()
