@@ -7,7 +7,7 @@ STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
 
-.PHONY: demo test bench lint typing clean
+.PHONY: demo test bench lint typing clean client-types
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,17 @@ $(STAMP_BENCH): pyproject.toml | $(PY)
 demo: $(STAMP_BASE)
 	$(PY) -m hmsengine.demo
 
+# Then the TypeScript client's tests when node (>= 20) is here; the script says so when it
+# skips them (clients/typescript/scripts/make-test.sh).
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q
+	@HMS_PYTHON="$(abspath $(PY))" sh clients/typescript/scripts/make-test.sh
+
+# Regenerate the TypeScript client's types from a real `hms serve`'s /openapi.json, and its
+# build (after a change to the server's routes or schemas; the suite says when it is due).
+client-types: $(STAMP_TEST)
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && \
+	  HMS_PYTHON="$(abspath $(PY))" npm run generate
 
 # Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 40 minutes
 # on 2 cores).
@@ -54,7 +63,7 @@ typing: $(STAMP_TEST)
 	$(PY) -m pip install -q mypy && $(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache clients/typescript/node_modules
 
 # The long versions of the reliability and crash tests (the default suite runs short ones).
 # Override any count on the command line, e.g. `make stress HMS_MODEL_EXAMPLES=20000`.
