@@ -3,10 +3,13 @@
 The steps, in order:
 
 1. Scan the journal (storage/journal.py). Damage before the tail raises ``CorruptStore``; a torn
-   tail is truncated and the truncation fsynced before anything new is appended. When the
-   generation holds a table snapshot (storage/tablesnap.py, written at the last clean close)
-   that matches the journal's bytes, the table starts from it and only the frames after it
-   are scanned and replayed; otherwise the whole journal is.
+   tail is truncated (after the checks below, so an open that finds damage changes nothing) and
+   the truncation fsynced before anything new is appended. When the generation holds a table
+   snapshot (storage/tablesnap.py, written at the last clean close) that matches the journal's
+   bytes, the table starts from it and only the frames after it are scanned and replayed;
+   otherwise the whole journal is. A snapshot of this store that the journal no longer matches
+   (shorter than it says, or other bytes before its end) proves the journal was cut or changed
+   after a clean close: ``CorruptStore``, since a torn tail never reaches below a clean close.
 2. Replay every transaction into the document table, in sequence order. Checkpoints tell which
    part of ``documents.text`` was already synced and which dead records were already zeroed.
 3. Bring ``documents.text`` to exactly the end of the last record any journaled operation
@@ -17,6 +20,11 @@ The steps, in order:
 5. Overwrite with zeros every record that died after the last checkpoint (a crash may have come
    between the durable delete and the zeroing).
 6. If anything was unsynced, repaired or zeroed: fsync the segment and journal a checkpoint.
+
+Damage is refused before anything is written: every check that can raise ``CorruptStore``
+(the scan, the snapshot witness, the frames' payloads, ``documents.text`` shorter than a
+checkpoint says was synced) runs before the first truncation or write, so a store that fails to
+open is left byte for byte as it was, for a person (or a backup) to look at.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
     zeroed_through = 0
     record_end = 0
     result = None
-    snap = _matching_snapshot(core, data)
+    snap, witness = _matching_snapshot(core, data)
     if snap is not None:
         try:
             result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
@@ -64,13 +72,13 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
                 progress(f"table snapshot of {len(snap.ids)} documents; replaying "
                          f"{len(data) - snap.journal_end} journal bytes after it")
     if result is None:
+        # Damage the scan finds is named precisely (file, offset); only a journal whose frames
+        # are all whole is refused for what the snapshot witnessed.
         result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                       max_version=FORMAT_VERSION)
     del data
-    if result.torn_tail:
-        with map_errors("truncating the journal's torn tail", file=where):
-            journal.truncate(result.valid_end)
-            journal.sync()
+    if witness is not None:
+        raise witness
 
     dead: list[tuple[int, int, int]] = []  # (offset, length, revision at which it died)
     # Texts of live documents whose records lie past the synced watermark, kept to repair them.
@@ -110,12 +118,18 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         table.revision = rev
 
     text = core.text
-    with map_errors("repairing the text segment", file=text.where):
+    with map_errors("checking the text segment", file=text.where):
         size = text.handle.size()
-        if size < text_synced:
-            raise CorruptStore(
-                f"documents.text is {size} bytes but {text_synced} were synced", file=text.where
-            )
+    if size < text_synced:
+        raise CorruptStore(
+            f"documents.text is {size} bytes but {text_synced} were synced", file=text.where
+        )
+    # Nothing was found wrong: from here on recovery may cut and write.
+    if result.torn_tail:
+        with map_errors("truncating the journal's torn tail", file=where):
+            journal.truncate(result.valid_end)
+            journal.sync()
+    with map_errors("repairing the text segment", file=text.where):
         if size != record_end:
             text.handle.truncate(record_end)
         moved: list[tuple[str, int, int, int, int]] = []
@@ -142,21 +156,36 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
     core.counters = Counters()
 
 
-def _matching_snapshot(core: StoreCore, journal: bytes) -> tablesnap.TableSnapshot | None:
-    """The generation's table snapshot if it is whole and describes a prefix of ``journal``."""
+def _matching_snapshot(core: StoreCore, journal: bytes
+                       ) -> tuple[tablesnap.TableSnapshot | None, CorruptStore | None]:
+    """(the generation's table snapshot if it is whole and describes a prefix of ``journal``,
+    the damage it witnesses if it is this store's and the journal no longer matches it)."""
     name = f"{core.generation}/{tablesnap.FILE_NAME}"
     if not core.directory.exists(name):
-        return None
+        return None, None
     try:
         raw = core.directory.read_bytes(name)
     except OSError:
-        return None
+        return None, None
     snap = tablesnap.decode(core.codec, name.encode(), raw, core.directory.describe(name))
-    if snap is None or snap.journal_end > len(journal):
-        return None
+    if snap is None or snap.store_id != core.format.store_id:
+        return None, None  # damaged, of another store, or too old to say which store it is of
+    where = core.directory.describe(core.journal.name)
+    if snap.journal_end > len(journal):
+        return None, CorruptStore(
+            f"journal.log is {len(journal)} bytes, but the store was closed cleanly with "
+            f"{snap.journal_end} (table.snap): the journal was cut after the store was closed",
+            file=where, offset=len(journal), hint=_DAMAGE_HINT)
     if tablesnap.journal_tail_digest(journal, snap.journal_end) != snap.tail_sha256:
-        return None
-    return snap
+        return None, CorruptStore(
+            "journal.log does not hold the bytes the store was closed cleanly with (table.snap): "
+            "it was changed or replaced after the store was closed",
+            file=where, offset=max(0, snap.journal_end - tablesnap.TAIL_BYTES), hint=_DAMAGE_HINT)
+    return snap, None
+
+
+_DAMAGE_HINT = ("nothing was changed: restore the store directory from a backup or a snapshot "
+                "(acknowledged writes would be lost by opening what is left)")
 
 
 def _install(table: DocTable, snap: tablesnap.TableSnapshot) -> None:

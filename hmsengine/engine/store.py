@@ -130,6 +130,9 @@ class StoreCore:
                     else:
                         codec = PLAIN
                 else:
+                    # Refused before anything is written: a new format.json would make an
+                    # encrypted store's files look plain (and its key check vanish).
+                    manifest.check_not_headless(directory)
                     store_id = uuid.uuid4().hex
                     encryption, codec = None, PLAIN
                     if key is not None:
@@ -147,6 +150,7 @@ class StoreCore:
                     directory.sync_dir("")
                     manifest.write_current(directory, generation)
                 generation = manifest.read_current(directory)
+                manifest.check_generation_files(directory, generation)
                 core = cls._open_generation(directory, fmt, generation, codec)
             try:
                 recover(core, progress=progress)
@@ -348,7 +352,7 @@ class StoreCore:
             name = f"{self.generation}/{tablesnap.FILE_NAME}"
             data = tablesnap.encode(
                 self.codec, name.encode(), journal_end=end, journal_tail=tail,
-                sequence=self.table.revision, text_synced=text_size,
+                sequence=self.table.revision, text_synced=text_size, store_id=self.format.store_id,
                 zeroed_through=self.table.revision, embedding_dim=self.table.embedding_dim,
                 ids=ids, metadata=metadata, columns=columns, embeddings=embeddings)
             self.directory.atomic_write(name, data)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptStore, HmsError
-from ..storage.codec import Codec
+from ..storage.codec import Codec, derived_limit
 from ..storage.directory import Directory
 from .segment import Postings, Segment
 
@@ -108,7 +108,8 @@ def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
     if zlib.crc32(stored) & 0xFFFFFFFF != crc:
         raise CorruptStore("index segment fails its checksum", file=where)
     # Writable, so the arrays below view it in place (numba's kernels take writable arrays).
-    raw = codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0)
+    raw = codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0,
+                                max_size=derived_limit(len(stored)))
     try:
         (hlen,) = struct.unpack_from("<I", raw, 0)
         header = json.loads(bytes(raw[4:4 + hlen]))

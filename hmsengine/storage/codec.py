@@ -50,6 +50,19 @@ _FCS_2 = _ZSTD_MAGIC + b"\x60"
 # A decompressed record is never larger than this (a transaction carries at most 64 MiB of text,
 # JSON-escaped); the bound protects readers from a damaged or hostile size field.
 MAX_DECOMPRESSED = 1024 * 1024 * 1024
+# Disposable files derived from the journal (index segments, the table snapshot) are refused
+# when they claim more than this many times their stored size (at least DERIVED_FLOOR bytes),
+# before anything is allocated: zstd can expand a 32 KiB file of RLE blocks to a gigabyte, and
+# such a file is dropped (and rebuilt from the journal) anyway. Real index segments decode to
+# 4-5x their size, and to ~40x in the most repetitive store measured (50,000 identical texts with
+# identical embeddings); one past the ratio is only rebuilt, never trusted less.
+DERIVED_RATIO = 256
+DERIVED_FLOOR = 16 * 1024 * 1024
+
+
+def derived_limit(stored_size: int) -> int:
+    """The most a derived file of ``stored_size`` stored bytes may decompress to."""
+    return min(MAX_DECOMPRESSED, max(DERIVED_FLOOR, DERIVED_RATIO * stored_size))
 
 _local = threading.local()
 
@@ -109,8 +122,12 @@ class Codec:
         del aad  # only the encrypted codec binds the position
         return FLAG_ZSTD, zstd_frame(data, compress_small=compress_small)
 
-    def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int) -> bytes:
-        """Invert :meth:`encode`; damage raises :class:`CorruptStore` naming ``where`` and ``offset``."""
+    def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int,
+               max_size: int = MAX_DECOMPRESSED) -> bytes:
+        """Invert :meth:`encode`; damage raises :class:`CorruptStore` naming ``where`` and ``offset``.
+
+        A record that would decompress to more than ``max_size`` bytes is refused before any
+        memory is allocated for it (callers that know a tighter bound pass it)."""
         del aad
         if flags & ~(FLAG_ZSTD | FLAG_AEAD):
             raise CorruptStore(f"unknown codec flags {flags:#04x}", file=where, offset=offset)
@@ -121,41 +138,43 @@ class Codec:
         if not flags & FLAG_ZSTD:
             return bytes(stored)
         try:
-            _recorded_size(stored, where, offset)
-            return _decompressor().decompress(stored, max_output_size=MAX_DECOMPRESSED)
+            _recorded_size(stored, where, offset, max_size)
+            return _decompressor().decompress(stored, max_output_size=max_size)
         except zstandard.ZstdError as exc:
             raise CorruptStore(f"undecodable compressed record ({exc})", file=where, offset=offset) from exc
 
     def decode_writable(self, flags: int, stored: bytes, *, aad: bytes, where: str,
-                        offset: int) -> memoryview:
+                        offset: int, max_size: int = MAX_DECOMPRESSED) -> memoryview:
         """:meth:`decode` into a writable ``memoryview`` of fresh memory, decompressed straight
         into it: numpy arrays viewing it are writable without a copy (an index segment of
         300 MB: copying its arrays out of immutable bytes cost ~0.7 s here, page faults mostly).
         """
         if flags != FLAG_ZSTD:
             return memoryview(bytearray(self.decode(flags, stored, aad=aad, where=where,
-                                                    offset=offset)))
-        return _decompress_into(stored, where, offset)
+                                                    offset=offset, max_size=max_size)))
+        return _decompress_into(stored, where, offset, max_size)
 
 
-def _recorded_size(stored: bytes, where: str, offset: int) -> int:
-    """The content size a zstd frame records (-1 if none), refused over ``MAX_DECOMPRESSED``:
+def _recorded_size(stored: bytes, where: str, offset: int, limit: int = MAX_DECOMPRESSED) -> int:
+    """The content size a zstd frame records (-1 if none), refused over ``limit``:
     python-zstandard ignores ``max_output_size`` when the frame records its size (ours always
     do), so the recorded size is what bounds a damaged or hostile record."""
     size = zstandard.frame_content_size(stored)
-    if size > MAX_DECOMPRESSED:
-        raise CorruptStore(f"record claims {size} decompressed bytes", file=where, offset=offset)
+    if size > limit:
+        raise CorruptStore(f"record claims {size} decompressed bytes, over the limit of {limit}",
+                           file=where, offset=offset)
     return int(size)
 
 
-def _decompress_into(stored: bytes, where: str, offset: int) -> memoryview:
+def _decompress_into(stored: bytes, where: str, offset: int,
+                     limit: int = MAX_DECOMPRESSED) -> memoryview:
     """One zstd frame, decompressed into fresh memory of its recorded content size.
 
     ``numpy.empty``, not ``bytearray(size)``: the latter zeroes every page first, which cost a
     third of the decompression here; the decompressor writes every byte (checked below).
     """
     try:
-        size = _recorded_size(stored, where, offset)
+        size = _recorded_size(stored, where, offset, limit)
         if size < 0:
             raise CorruptStore("compressed record without its content size", file=where, offset=offset)
         view = np.empty(size, dtype=np.uint8).data

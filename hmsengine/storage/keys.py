@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from ..errors import CorruptStore, InvalidRequest, WrongKey
-from .codec import FLAG_AEAD, FLAG_ZSTD, Codec, zstd_frame
+from .codec import FLAG_AEAD, FLAG_ZSTD, MAX_DECOMPRESSED, Codec, zstd_frame
 
 KEY_CHECK_TEXT = b"hmsengine key check v1"
 NONCE_SIZE = 12
@@ -135,9 +135,11 @@ class SealedCodec(Codec):
         frame = zstd_frame(data, compress_small=compress_small)
         return FLAG_ZSTD | FLAG_AEAD, nonce + self._aead.encrypt(nonce, frame, aad)
 
-    def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int) -> bytes:
+    def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int,
+               max_size: int = MAX_DECOMPRESSED) -> bytes:
         compressed = self._open_sealed(flags, stored, aad=aad, where=where, offset=offset)
-        return Codec.decode(self, FLAG_ZSTD, compressed, aad=aad, where=where, offset=offset)
+        return Codec.decode(self, FLAG_ZSTD, compressed, aad=aad, where=where, offset=offset,
+                            max_size=max_size)
 
     def _open_sealed(self, flags: int, stored: bytes, *, aad: bytes, where: str,
                      offset: int) -> bytes:
@@ -154,10 +156,10 @@ class SealedCodec(Codec):
         return compressed
 
     def decode_writable(self, flags: int, stored: bytes, *, aad: bytes, where: str,
-                        offset: int) -> memoryview:
+                        offset: int, max_size: int = MAX_DECOMPRESSED) -> memoryview:
         compressed = self._open_sealed(flags, stored, aad=aad, where=where, offset=offset)
         return Codec.decode_writable(self, FLAG_ZSTD, compressed, aad=aad, where=where,
-                                     offset=offset)
+                                     offset=offset, max_size=max_size)
 
 
 __all__ = ["SealedCodec", "check_key_argument", "new_encryption", "open_encryption"]

@@ -133,6 +133,33 @@ def write_current(directory: Directory, generation: str) -> None:
     directory.atomic_write(CURRENT_FILE, encode_current(generation))
 
 
+def check_not_headless(directory: Directory) -> None:
+    """Refuse (``CorruptStore``) a store whose ``format.json`` is gone while its other files are
+    there: creation writes ``format.json`` before anything else, so this is damage, never a
+    store still being created."""
+    left = [n for n in directory.listdir("") if n == CURRENT_FILE or generation_number(n) is not None]
+    if left:
+        raise CorruptStore(
+            f"{FORMAT_FILE} is missing but the store's other files are here "
+            f"({', '.join(left[:3])}); nothing was written",
+            file=directory.describe(FORMAT_FILE),
+            hint="restore format.json (or the whole directory) from a backup; opening would "
+                 "otherwise take an encrypted store for a plain one")
+
+
+def check_generation_files(directory: Directory, generation: str) -> None:
+    """Refuse (``CorruptStore``) a live generation without its journal or text segment: both
+    exist (synced) before ``CURRENT`` ever names the generation, so a missing one was deleted."""
+    for name in (JOURNAL_FILE, TEXT_FILE):
+        path = f"{generation}/{name}"
+        if not directory.exists(path):
+            raise CorruptStore(
+                f"{path} is missing from the live generation; nothing was changed",
+                file=directory.describe(path),
+                hint="restore the store directory from a backup or a snapshot; opening what is "
+                     "left would lose the documents it held")
+
+
 def check_store_directory(directory: Directory) -> None:
     """Refuse to turn a non-empty directory that is not a store into one."""
     ours = {FORMAT_FILE, CURRENT_FILE, "LOCK", FORMAT_FILE + ".tmp", CURRENT_FILE + ".tmp"}

@@ -26,7 +26,7 @@ import struct
 import zlib
 
 from ..errors import CorruptStore
-from .codec import Codec
+from .codec import MAX_DECOMPRESSED, Codec
 from .directory import FileHandle
 
 TEXT_MAGIC = b"HMT1"
@@ -82,7 +82,7 @@ def decode_record(
     raw = codec.decode(
         flags, data[RECORD_HEADER_SIZE:],
         aad=record_aad(file_label, offset, version) if codec.encrypted else b"",
-        where=where, offset=offset,
+        where=where, offset=offset, max_size=min(raw_len, MAX_DECOMPRESSED),
     )
     if len(raw) != raw_len:
         raise CorruptStore("text record decodes to the wrong length", file=where, offset=offset)

@@ -6,9 +6,11 @@ checkpoint: every live entry's id, text record location (offset, length, crc), v
 revision, metadata JSON and embedding, plus the journal position it covers (``journal_end``, the
 sequence there, and a sha256 of the journal's last 4 KiB before it). It is an optimisation, never
 a source of truth: the journal stays complete, and an open ignores a snapshot that is missing,
-damaged, of another version, or that does not match the journal's bytes (then it replays the
-whole journal, as without one). Encoded with the store's codec (so encrypted with its key), bound
-to its file name. Layout (docs/PERSISTED-FORMAT.md §15)::
+damaged, of another version or of another store (then it replays the whole journal, as without
+one). It is also a witness: the header names the store (``store_id``), and a whole snapshot of
+this store whose journal is now shorter, or differs before ``journal_end``, proves the journal
+was cut or changed after a clean close (engine/recovery.py refuses such a store). Encoded with
+the store's codec (so encrypted with its key), bound to its file name. Layout (docs/PERSISTED-FORMAT.md §15)::
 
     magic "HMSTSNP1" | u8 flags | 3 zero bytes | u64 stored length | u32 crc32 of stored | stored
 
@@ -29,7 +31,7 @@ import attrs
 import numpy as np
 
 from ..errors import HmsError
-from .codec import Codec
+from .codec import Codec, derived_limit
 
 FILE_NAME = "table.snap"
 MAGIC = b"HMSTSNP1"
@@ -46,6 +48,7 @@ class TableSnapshot:
     journal_end: int
     sequence: int
     tail_sha256: str
+    store_id: str | None  # None: written by a build before the field existed
     text_synced: int
     zeroed_through: int
     embedding_dim: int | None
@@ -60,7 +63,7 @@ def journal_tail_digest(journal: bytes, end: int) -> str:
 
 
 def encode(codec: Codec, label: bytes, *, journal_end: int, journal_tail: bytes, sequence: int,
-           text_synced: int,
+           text_synced: int, store_id: str,
            zeroed_through: int, embedding_dim: int | None, ids: list[str],
            metadata: list[str | None], columns: np.ndarray,
            embeddings: list[np.ndarray | None]) -> bytes:
@@ -75,6 +78,7 @@ def encode(codec: Codec, label: bytes, *, journal_end: int, journal_tail: bytes,
     matrix = (np.stack(rows).astype("<f4") if rows else np.zeros((0, 0), dtype="<f4"))
     header = {
         "version": VERSION, "count": len(ids), "journal_end": journal_end, "sequence": sequence,
+        "store_id": store_id,
         "tail_sha256": hashlib.sha256(journal_tail).hexdigest(), "text_synced": text_synced,
         "zeroed_through": zeroed_through, "embedding_dim": embedding_dim,
         "ids_bytes": len(ids_blob), "metadata_bytes": len(meta_blob),
@@ -104,7 +108,8 @@ def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapsho
     stored = data[_PREFIX.size:]
     if magic != MAGIC or len(stored) != length or zlib.crc32(stored) & 0xFFFFFFFF != crc:
         return None
-    raw = codec.decode(flags, stored, aad=label, where=where, offset=0)
+    raw = codec.decode(flags, stored, aad=label, where=where, offset=0,
+                       max_size=derived_limit(len(stored)))
     (head_len,) = struct.unpack_from("<I", raw, 0)
     header: dict[str, Any] = json.loads(raw[4:4 + head_len])
     if header.get("version") != VERSION:
@@ -131,6 +136,7 @@ def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapsho
     return TableSnapshot(
         journal_end=int(header["journal_end"]), sequence=int(header["sequence"]),
         tail_sha256=str(header["tail_sha256"]), text_synced=int(header["text_synced"]),
+        store_id=header["store_id"] if isinstance(header.get("store_id"), str) else None,
         zeroed_through=int(header["zeroed_through"]),
         embedding_dim=None if header["embedding_dim"] is None else int(header["embedding_dim"]),
         ids=ids, metadata=metas, columns=columns.astype(np.int64), embeddings=embeddings)
