@@ -23,7 +23,7 @@ from ..index import search as executor
 from ..kernels.cosine import l2_normalise
 from ..kernels.ngram import ngram_query
 from .indexer import Indexer
-from .values import Hit, check_embedding, check_id, check_metadata
+from .values import Hit, check_embedding, check_id, check_metadata, check_text
 
 MAX_K = 1000
 MAX_QUERY_BYTES = 64 * 1024
@@ -53,8 +53,7 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
     """
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    if len(query.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
-        raise InvalidRequest(f"query: over the limit of {MAX_QUERY_BYTES} bytes")
+    check_text(query, "query", MAX_QUERY_BYTES)  # a lone surrogate is no query either
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidRequest(f"k: expected an integer from 1 to {MAX_K}, got {k!r}")
     if semantic not in SEMANTIC_MODES:

@@ -130,7 +130,60 @@ def _utf8_size(value: str, field: str) -> int:
     try:
         return len(value.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidRequest(f"{field}: contains a lone surrogate, which is not valid UTF-8") from None
+        # The field's name may hold the surrogate itself (a metadata key): shown escaped, so
+        # the message can be printed and sent.
+        shown = field.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise InvalidRequest(f"{shown}: contains a lone surrogate, which is not valid UTF-8") from None
+
+
+def check_unicode(value: object, field: str) -> None:
+    """Refuse (``InvalidRequest`` naming the place) a lone surrogate in any string of a parsed
+    JSON value, keys included: JSON's ``\\ud800`` escape decodes to one, and it is not text
+    (UTF-8 cannot encode it). Iterative, so a value nested as deep as the JSON parser allows
+    cannot exhaust the stack; ASCII strings cost one ``isascii`` call, and the field names are
+    built only when something was found (they cost three times the search)."""
+    if not _any_lone_surrogate(value):
+        return
+    stack: list[tuple[object, str]] = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                _utf8_size(item, where or "body")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                path = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and not key.isascii():
+                    _utf8_size(key, f"{path} (a key)")
+                stack.append((child, path))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+
+
+def _any_lone_surrogate(value: object) -> bool:
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        if isinstance(item, str):
+            if not item.isascii() and not _encodable(item):
+                return True
+        elif isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not key.isascii() and not _encodable(key):
+                    return True
+            extend(item.values())
+        elif isinstance(item, list):
+            extend(item)
+    return False
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_id(value: object, field: str = "id") -> str:
@@ -174,6 +227,8 @@ def _check_json_value(value: object, field: str, depth: int) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidRequest(f"{field}: keys must be strings, got {type(key).__name__}")
+            if not key.isascii():
+                _utf8_size(key, f"{field}.{key} (a key)")
             _check_json_value(item, f"{field}.{key}", depth + 1)
         return
     raise InvalidRequest(f"{field}: {type(value).__name__} is not a JSON value")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_ms
+from ..engine.values import check_text
 from ..errors import InvalidRequest
 from .index import MemoryIndex
 from .stamp import STAMP_KEY, Stamp
@@ -37,10 +38,14 @@ def _match(memory: Memory, scope: ForgetScope) -> set[str]:
     index = memory.index
     kind, value = scope.kind, scope.value
     if kind == "ids":
+        for n, i in enumerate(value):
+            if isinstance(i, str) and not i.isascii():
+                check_text(i, f"scope.ids[{n}]")
         return {i for i in value if isinstance(i, str) and i in index.facts}
     if kind in ("subject", "entity", "namespace"):
         if not isinstance(value, str) or not value:
             raise InvalidRequest(f"scope.{kind}: expected a non-empty string")
+        check_text(value, f"scope.{kind}")
         if kind == "subject":
             return set(index.by_subject.get(value, ()))
         if kind == "entity":

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..engine.values import check_unicode
 from ..errors import InvalidRequest, NotFound
 from .values import SCOPE_KINDS, ForgetScope, RememberInput
 
@@ -199,6 +200,8 @@ async def call(memory: Memory, op: str, body: dict[str, Any]) -> dict[str, Any]:
     if handler is None:
         raise InvalidRequest(f"op: unknown operation {op!r}",
                              hint=f"one of {', '.join(sorted(OPERATIONS))}")
-    result = await handler(memory, body if body is not None else {})
+    body = body if body is not None else {}
+    check_unicode(body, "")  # a lone surrogate anywhere is InvalidRequest, whatever the field
+    result = await handler(memory, body)
     assert isinstance(result, dict)
     return result

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..clock import to_ms
-from ..engine.values import check_id
+from ..engine.values import check_id, check_text
 from ..errors import Conflict, HmsError, InvalidRequest
 from .chunking import DEFAULT_CHUNK_CHARS, chunk_markdown, chunk_plain
 from .inputs import MAX_NAME, prepare
@@ -75,7 +75,7 @@ def _namespace(value: object) -> str:
         raise InvalidRequest(f"namespace: expected a non-empty string, got {value!r}")
     if len(value) > MAX_NAME:
         raise InvalidRequest(f"namespace: longer than {MAX_NAME} characters")
-    return value
+    return check_text(value, "namespace")
 
 
 def _actor(value: object) -> str | None:

@@ -19,7 +19,7 @@ import trio
 
 from ..config import MemoryConfig, parse_config
 from ..engine.engine import Engine
-from ..engine.values import Change
+from ..engine.values import Change, check_id
 from ..errors import Conflict, InvalidRequest, NotFound
 from . import files as _files
 from . import forget as _forget
@@ -406,9 +406,8 @@ class Memory:
 
     async def history(self, id: str) -> list[Fact]:
         """The whole supersession chain of ``id``, oldest first; ``NotFound`` if unknown."""
-        if not isinstance(id, str):
-            raise InvalidRequest("id: expected a string")
         if id not in self.index.facts:
+            check_id(id)  # a bad id is InvalidRequest, not NotFound
             raise NotFound(f"no fact {id!r}")
         facts = await self.facts(self.index.chain(id, self.slot_policy))
         return [f for f in facts if f is not None]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import to_ms
 from ..config import KINDS
-from ..engine.values import check_embedding
+from ..engine.values import check_embedding, check_id, check_text
 from ..errors import InvalidRequest, NotFound
 from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
 
@@ -77,6 +77,8 @@ class _Plan:
             value = options.get(name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidRequest(f"{name}: expected a non-empty string")
+            if value is not None:
+                check_text(value, name)
         self.k = k
         self.limit = max(limit, k)
         self.history = history
@@ -339,7 +341,8 @@ def _explanation(memory: Memory, query: str, plan: _Plan, doc_id: str, hit: Any,
 async def explain(memory: Memory, query: str, doc_id: str, **options: Any) -> Explanation:
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    if not isinstance(doc_id, str) or doc_id not in memory.index.facts:
+    if doc_id not in memory.index.facts:
+        check_id(doc_id)  # a bad id is InvalidRequest, not NotFound
         raise NotFound(f"no fact {doc_id!r}")
     options = {**options, "explain": False}
     plan = _Plan(memory, options)
