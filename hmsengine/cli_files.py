@@ -45,6 +45,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("import", parents=[common],
                        help="import a JSONL export (all lines checked first, one transaction)")
     p.add_argument("path")
+    _max_bytes(p)
 
     p = sub.add_parser("snapshot", parents=[common], help="write a checksummed snapshot directory")
     p.add_argument("path", help="a new or empty directory")
@@ -55,6 +56,13 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("restore", parents=[common],
                        help="verify a snapshot (ours or HotMem's v2) and restore it")
     p.add_argument("path")
+    _max_bytes(p)
+
+
+def _max_bytes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-bytes", type=int, metavar="BYTES", default=None,
+                        help="read at most this much of the input (default 1 GiB; gzip counted "
+                             "decompressed)")
 
 
 def inspect(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,9 +148,11 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
     elif cmd in ("import", "restore"):
         with _progress(out, "importing" if cmd == "import" else "restoring") as progress:
             if cmd == "import":
-                report = await engine.import_jsonl(args.path, progress=progress)
+                report = await engine.import_jsonl(args.path, progress=progress,
+                                                   max_bytes=args.max_bytes)
             else:
-                report = await engine.restore(args.path, progress=progress)
+                report = await engine.restore(args.path, progress=progress,
+                                              max_bytes=args.max_bytes)
         if out.json:
             out.emit(report)
         else:

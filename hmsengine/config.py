@@ -8,6 +8,7 @@ Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
      "forgetting": {"maxAgeMs": {"episode": N, ...}, "expiredOlderThanMs": N},
      "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false},
      "fileBase": null | "/an/absolute/directory",
+     "maxHydrateBytes": 67108864,
      "semanticWeight": 0.3}
 
 ``semanticWeight`` weighs the embedding channel against BM25 (weight 1) in recall's reciprocal
@@ -17,7 +18,8 @@ than BM25 alone on the held-out ones.
 
 ``fileBase`` is where file-backed memories' relative paths are resolved; when set, every file
 (relative, absolute or ``file://``) must also lie inside it, and the JSON contract (server, MCP)
-reads files only when it is set.
+reads files only when it is set. ``maxHydrateBytes`` bounds the range one ``hydrate`` reads
+(64 MiB by default; a larger recorded range is refused before anything is read).
 
 Unknown keys and bad values are :class:`InvalidRequest` naming the field.
 """
@@ -34,6 +36,7 @@ import attrs
 from .errors import InvalidRequest
 
 KINDS = ("fact", "profile", "procedure", "episode")
+DEFAULT_MAX_HYDRATE_BYTES = 64 * 1024 * 1024
 SUPERSESSION = ("none", "latest-by-subject")
 CONSOLIDATION = ("none", "exact-duplicates")
 
@@ -73,6 +76,7 @@ class MemoryConfig:
     consolidation: Consolidation = Consolidation()
     file_base: str | None = None
     semantic_weight: float = 0.3
+    max_hydrate_bytes: int = DEFAULT_MAX_HYDRATE_BYTES
 
     @classmethod
     def from_json(cls, body: object) -> MemoryConfig:
@@ -92,6 +96,7 @@ class MemoryConfig:
                               "removeSources": self.consolidation.remove_sources},
             "fileBase": self.file_base,
             "semanticWeight": self.semantic_weight,
+            "maxHydrateBytes": self.max_hydrate_bytes,
         }
 
 
@@ -118,7 +123,8 @@ def parse_config(body: object) -> MemoryConfig:
     if isinstance(body, MemoryConfig):
         return body
     top = _object(body, "config", {"supersession", "recency", "historicalMultiplier",
-                                   "forgetting", "consolidation", "fileBase", "semanticWeight"})
+                                   "forgetting", "consolidation", "fileBase", "semanticWeight",
+                                   "maxHydrateBytes"})
     supersession = top.get("supersession", "none")
     if supersession not in SUPERSESSION:
         raise InvalidRequest(f"config.supersession: expected one of {', '.join(SUPERSESSION)}, "
@@ -169,7 +175,10 @@ def parse_config(body: object) -> MemoryConfig:
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
             or not 0 <= weight <= 10:
         raise InvalidRequest(f"config.semanticWeight: expected a number in [0, 10], got {weight!r}")
+    max_hydrate = top.get("maxHydrateBytes", DEFAULT_MAX_HYDRATE_BYTES)
+    if isinstance(max_hydrate, bool) or not isinstance(max_hydrate, int) or max_hydrate < 1:
+        raise InvalidRequest(f"config.maxHydrateBytes: expected a positive integer, got {max_hydrate!r}")
     return MemoryConfig(supersession=supersession, recency=recency,
                         historical_multiplier=float(multiplier), forgetting=forgetting,
                         consolidation=consolidation, file_base=file_base,
-                        semantic_weight=float(weight))
+                        semantic_weight=float(weight), max_hydrate_bytes=max_hydrate)

@@ -454,16 +454,19 @@ class Engine:
         return await export_jsonl(self, path, progress=progress)
 
     async def import_jsonl(self, path: str | os.PathLike[str], *,
-                           progress: Callable[[int, int], Any] | None = None) -> Any:
+                           progress: Callable[[int, int], Any] | None = None,
+                           max_bytes: int | None = None) -> Any:
         """Validate every line of ``path``, then write it in one transaction; an ``ImportReport``.
 
         Equivalent records are skipped, a different one under a stored id is ``Conflict`` (nothing
         written), tombstoned ids are refused, tombstones in the file are applied (with purge).
+        ``path`` must be a regular file of at most ``max_bytes`` (1 GiB by default, decompressed).
         """
-        from ..portability.exchange import import_jsonl
+        from ..portability.exchange import DEFAULT_MAX_IMPORT_BYTES, import_jsonl
 
         self._check_open()
-        return await import_jsonl(self, path, progress=progress)
+        return await import_jsonl(self, path, progress=progress,
+                                  max_bytes=DEFAULT_MAX_IMPORT_BYTES if max_bytes is None else max_bytes)
 
     async def snapshot(self, path: str | os.PathLike[str], *, format: str = "hmsengine-v2",
                        attachments: bool = False,
@@ -476,17 +479,28 @@ class Engine:
         return await snapshot(self, path, format=format, attachments=attachments, progress=progress)
 
     async def restore(self, path: str | os.PathLike[str], *,
-                      progress: Callable[[int, int], Any] | None = None) -> Any:
+                      progress: Callable[[int, int], Any] | None = None,
+                      max_bytes: int | None = None) -> Any:
         """Verify a snapshot (ours or HotMem's v2) completely, then restore it in one transaction
-        with the import rules; a repeated restore adds nothing. An ``ImportReport``."""
-        from ..portability.snapshot import restore
+        with the import rules; a repeated restore adds nothing. An ``ImportReport``. Only
+        regular files inside the snapshot directory are read, at most ``max_bytes`` together
+        (1 GiB by default)."""
+        from ..portability.snapshot import DEFAULT_MAX_RESTORE_BYTES, restore
 
         self._check_open()
-        return await restore(self, path, progress=progress)
+        return await restore(self, path, progress=progress,
+                             max_bytes=DEFAULT_MAX_RESTORE_BYTES if max_bytes is None else max_bytes)
 
     @property
     def analyzer(self) -> str:
         return self._core.format.analyzer
+
+    @property
+    def path(self) -> str | None:
+        """The store's directory (absolute, as opened), or None for an in-memory store. File
+        references never reach into it (memory/files.py)."""
+        directory = self._core.directory
+        return directory.root if isinstance(directory, FsDirectory) else None
 
     @property
     def dim(self) -> int:

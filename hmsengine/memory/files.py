@@ -10,8 +10,13 @@ only ``hydrate`` does, and it checks the recorded sha256: ``ProvenanceError`` wi
 Only ``file://`` URIs (no host, or ``localhost``) and plain paths are accepted: any other scheme
 is ``InvalidRequest`` and is never fetched. A relative path is resolved against the configured
 ``MemoryConfig.file_base``; without one it is refused (the process's working directory is not a
-stable anchor for a stored reference). With ``file_base`` set, every file must lie inside it.
-Files are hashed and read in a worker thread, so a large range never stalls the event loop.
+stable anchor for a stored reference). With ``file_base`` set, every file must lie inside it:
+the path is resolved one component at a time beneath the base, so no symbolic link (swapped in
+at any moment) leads out of it (hmsengine/localfiles.py). Only regular files are read, never one
+inside the store's own directory, and each from the one descriptor that was checked. ``hydrate``
+applies the same checks to every reference it reads (an imported one included) and refuses a
+range over ``MemoryConfig.max_hydrate_bytes`` before reading. Files are hashed and read in a
+worker thread, so a large range never stalls the event loop.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ import hashlib
 import os
 import re
 import urllib.parse
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
+from ..engine.values import check_text
 from ..errors import InvalidRequest, NotFound, ProvenanceError
+from ..localfiles import NotRegular, OutsideBase, below, open_beneath, open_regular, read_range
 from .values import FileRef, RememberInput, RememberResult
 
 if TYPE_CHECKING:
@@ -34,14 +42,29 @@ if TYPE_CHECKING:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 READ_CHUNK = 1 << 20
 MAX_FORMAT = 64
+MAX_URI_BYTES = 4096
 
 
-def resolve(uri: str, base: str | None) -> Path:
-    """The local path ``uri`` names; ``InvalidRequest`` for another scheme or a bad path."""
+@attrs.frozen(kw_only=True)
+class Place:
+    """Where a file reference points, before anything is opened: ``path`` is relative to
+    ``base`` when a base is configured (the walk of localfiles.open_beneath starts there), else
+    absolute. Messages name ``uri``, what the caller sent, never the server's own paths."""
+
+    uri: str
+    path: str
+    base: str | None
+
+
+def check_uri(uri: object) -> str:
+    """The path a file reference's ``uri`` names (absolute, or relative to a file base), with
+    no file system access; ``InvalidRequest`` for another scheme or a malformed URI. What
+    ``remember_file`` accepts, and what an import accepts in a record."""
     if not isinstance(uri, str) or not uri:
         raise InvalidRequest("uri: expected a non-empty string (a file:// URI or a path)")
     if "\x00" in uri:
         raise InvalidRequest("uri: contains a NUL character")
+    check_text(uri, "uri", MAX_URI_BYTES)
     match = _SCHEME.match(uri)
     if match is not None:
         scheme = match.group(1).lower()
@@ -54,22 +77,42 @@ def resolve(uri: str, base: str | None) -> Path:
             raise InvalidRequest(f"uri: a file:// URI with a host ({parsed.netloc!r}) is not supported")
         if parsed.query or parsed.fragment:
             raise InvalidRequest("uri: a file:// URI takes no query or fragment")
-        path = Path(urllib.parse.unquote(parsed.path))
-        if not path.is_absolute():
+        path = urllib.parse.unquote(parsed.path)
+        if not path.startswith("/"):
             raise InvalidRequest("uri: a file:// URI needs an absolute path")
-    else:
-        path = Path(uri)
-    if not path.is_absolute():
-        if base is None:
+        if "\x00" in path:
+            raise InvalidRequest("uri: contains a NUL character")
+        return path
+    return uri
+
+
+def locate(uri: object, base: str | None) -> Place:
+    """The place ``uri`` names (no file system access); ``InvalidRequest`` for another scheme,
+    a bad path, a relative path without a base, or an absolute one outside the base."""
+    path = check_uri(uri)
+    assert isinstance(uri, str)
+    if base is None:
+        if not os.path.isabs(path):
             raise InvalidRequest(f"uri: {uri!r} is relative and no file base is configured",
                                  hint="set MemoryConfig(file_base=...) or pass an absolute path")
-        path = Path(base) / path
-    if base is not None:
-        root = Path(base).resolve()
-        real = path.resolve()
-        if real != root and root not in real.parents:
-            raise InvalidRequest(f"uri: {uri!r} lies outside the configured file base {base!r}")
-    return path
+        return Place(uri=uri, path=path, base=None)
+    if os.path.isabs(path):
+        # Inside the base as written, or as the base resolves (a base reached by a link).
+        inside = below(base, path)
+        if inside is None:
+            inside = below(os.path.realpath(base), path)
+        if inside is None:
+            raise InvalidRequest(f"uri: {uri!r} lies outside the configured file base")
+        path = inside
+    return Place(uri=uri, path=path, base=base)
+
+
+def open_place(place: Place, exclude: Sequence[str]) -> tuple[int, os.stat_result]:
+    """(descriptor, stat) of the regular file at ``place``, never a store's own file; with a
+    base, resolved beneath it without following links out (localfiles.open_beneath)."""
+    if place.base is None:
+        return open_regular(place.path, exclude=exclude)
+    return open_beneath(place.base, place.path, exclude=exclude)
 
 
 def _file_base(memory: Memory) -> str | None:
@@ -77,6 +120,12 @@ def _file_base(memory: Memory) -> str | None:
     if base is not None and not os.path.isabs(base):
         raise InvalidRequest(f"config.file_base: expected an absolute path, got {base!r}")
     return base
+
+
+def _exclude(memory: Memory) -> tuple[str, ...]:
+    """The directories no file reference may reach into: the store's own."""
+    path = memory.engine.path
+    return () if path is None else (path,)
 
 
 def _byte_range(byte_range: object) -> tuple[int, int] | None:
@@ -92,45 +141,46 @@ def _byte_range(byte_range: object) -> tuple[int, int] | None:
     return offset, length
 
 
-def _measure(path: Path, byte_range: tuple[int, int] | None) -> tuple[int, int, str, int, int]:
-    """(offset, length, sha256 hex of the range, whole size, mtime ms) of ``path``, read once."""
+def _open_checked(place: Place, exclude: Sequence[str]) -> tuple[int, os.stat_result]:
+    """``open_place`` with refusals as ``InvalidRequest`` naming the uri (remember_file)."""
+    uri = place.uri
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not _is_regular(st.st_mode):
-                raise InvalidRequest(f"uri: {str(path)!r} is not a regular file")
-            size = st.st_size
-            offset, length = byte_range if byte_range is not None else (0, size)
-            if offset + length > size:
-                raise InvalidRequest(f"byte_range: ({offset}, {length}) goes past the end of the "
-                                     f"file ({size} bytes)")
-            digest = _hash_range(f, offset, length)
-    except FileNotFoundError:
-        raise InvalidRequest(f"uri: no file at {str(path)!r}") from None
-    except IsADirectoryError:
-        raise InvalidRequest(f"uri: {str(path)!r} is a directory") from None
+        return open_place(place, exclude)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InvalidRequest(f"uri: no file at {uri!r}") from None
     except PermissionError:
-        raise InvalidRequest(f"uri: {str(path)!r} cannot be read (permission denied)") from None
-    return offset, length, digest, size, st.st_mtime_ns // 1_000_000
+        raise InvalidRequest(f"uri: {uri!r} cannot be read (permission denied)") from None
+    except NotRegular as exc:
+        raise InvalidRequest(f"uri: {uri!r} is {exc.kind}, not a regular file") from None
+    except OutsideBase as exc:
+        raise InvalidRequest(f"uri: {uri!r} is refused: {exc}") from None
+    except OSError as exc:
+        raise InvalidRequest(f"uri: {uri!r} cannot be opened ({exc.strerror or exc})") from None
 
 
-def _is_regular(mode: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(mode)
-
-
-def _hash_range(f: Any, offset: int, length: int) -> str:
-    h = hashlib.sha256()
-    f.seek(offset)
-    left = length
-    while left:
-        block = f.read(min(READ_CHUNK, left))
-        if not block:
-            break
-        h.update(block)
-        left -= len(block)
-    return h.hexdigest()
+def _measure(place: Place, byte_range: tuple[int, int] | None,
+             exclude: Sequence[str]) -> tuple[int, int, str, int, int]:
+    """(offset, length, sha256 hex of the range, whole size, mtime ms), read from one descriptor."""
+    fd, st = _open_checked(place, exclude)
+    try:
+        size = st.st_size
+        offset, length = byte_range if byte_range is not None else (0, size)
+        if offset + length > size:
+            raise InvalidRequest(f"byte_range: ({offset}, {length}) goes past the end of the "
+                                 f"file ({size} bytes)")
+        h = hashlib.sha256()
+        done = 0
+        while done < length:
+            block = os.pread(fd, min(READ_CHUNK, length - done), offset + done)
+            if not block:
+                raise InvalidRequest(f"uri: {place.uri!r} shrank while it was read")
+            h.update(block)
+            done += len(block)
+    except OSError as exc:
+        raise InvalidRequest(f"uri: {place.uri!r} cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return offset, length, h.hexdigest(), size, st.st_mtime_ns // 1_000_000
 
 
 async def remember_file(memory: Memory, uri: str, *, byte_range: object = None,
@@ -141,7 +191,9 @@ async def remember_file(memory: Memory, uri: str, *, byte_range: object = None,
     The range is hashed now; the fact's text is ``summary`` (or empty: stored, not searchable).
     ``fields`` are remember's other parameters (subject, entities, metadata, valid times, ...);
     ``text`` is not one of them. Same idempotency as ``remember``: the same reference to the same
-    bytes with the same fields is ``created=False``.
+    bytes with the same fields is ``created=False``. Only a regular file is accepted, never one
+    inside the store's own directory; with a file base, never one outside it, whatever links
+    the path goes through.
     """
     if "text" in fields:
         raise InvalidRequest("text: a file-backed fact's text is its summary; pass summary=")
@@ -149,33 +201,43 @@ async def remember_file(memory: Memory, uri: str, *, byte_range: object = None,
         raise InvalidRequest(f"format: expected a short non-empty string, got {format!r}")
     if summary is not None and not isinstance(summary, str):
         raise InvalidRequest("summary: expected a string")
-    base = _file_base(memory)
-    path = resolve(uri, base)
+    place = locate(uri, _file_base(memory))
     offset, length, digest, size, mtime = await trio.to_thread.run_sync(
-        _measure, path, _byte_range(byte_range))
+        _measure, place, _byte_range(byte_range), _exclude(memory))
     ref = FileRef(uri=uri, offset=offset, length=length, format=format, sha256=digest, size=size,
                   mtime=mtime, summary=summary)
     item = RememberInput(text=summary or "", **fields)
     return (await memory.remember_many([item], files=[ref]))[0]
 
 
-def _read_range(path: Path, ref: FileRef) -> bytes:
+def _read_range(place: Place, ref: FileRef, exclude: Sequence[str]) -> bytes:
+    # Messages name the reference's uri and never the file's current size or other details:
+    # an imported reference may point anywhere in the base, and hydrate must tell no more
+    # about a file than whether the recorded bytes are there.
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if ref.offset + ref.length > size:
-                raise ProvenanceError(
-                    f"{ref.uri}: the file is {size} bytes now; the recorded range "
-                    f"({ref.offset}, {ref.length}) no longer fits", reason="truncated",
-                    hint="the file was truncated or replaced since it was remembered")
-            f.seek(ref.offset)
-            data = f.read(ref.length)
-    except FileNotFoundError:
+        fd, _ = open_place(place, exclude)
+    except (FileNotFoundError, NotADirectoryError):
         raise ProvenanceError(f"{ref.uri}: the file is missing", reason="missing_file",
                               hint="restore the file, or forget the fact") from None
-    except (IsADirectoryError, PermissionError) as exc:
-        raise ProvenanceError(f"{ref.uri}: the file cannot be read ({exc.strerror})",
+    except NotRegular as exc:
+        raise InvalidRequest(f"uri: {ref.uri!r} is {exc.kind} now, not a regular file") from None
+    except OutsideBase as exc:
+        raise InvalidRequest(f"uri: {ref.uri!r} is refused: {exc}") from None
+    except OSError as exc:
+        raise ProvenanceError(f"{ref.uri}: the file cannot be read ({exc.strerror or exc})",
                               reason="missing_file") from None
+    try:
+        if ref.offset + ref.length > os.fstat(fd).st_size:
+            raise ProvenanceError(
+                f"{ref.uri}: the file no longer holds the recorded range ({ref.offset}, "
+                f"{ref.length})", reason="truncated",
+                hint="the file was truncated or replaced since it was remembered")
+        data = read_range(fd, ref.offset, ref.length)
+    except OSError as exc:
+        raise ProvenanceError(f"{ref.uri}: the file cannot be read ({exc.strerror or exc})",
+                              reason="missing_file") from None
+    finally:
+        os.close(fd)
     if len(data) != ref.length:
         raise ProvenanceError(f"{ref.uri}: the file ended inside the recorded range",
                               reason="truncated")
@@ -193,7 +255,12 @@ def _read_range(path: Path, ref: FileRef) -> bytes:
 
 
 async def hydrate(memory: Memory, doc_id: str) -> bytes:
-    """Exactly the recorded range of a file-backed fact, after checking its sha256."""
+    """Exactly the recorded range of a file-backed fact, after checking its sha256.
+
+    The reference is checked as a new one would be (an imported one included): inside the file
+    base if one is configured, not in the store's directory, a regular file; and its range must
+    be at most ``config.max_hydrate_bytes``, refused before anything is read.
+    """
     if not isinstance(doc_id, str):
         raise InvalidRequest("id: expected a string")
     fact = await memory.fact(doc_id)
@@ -201,8 +268,15 @@ async def hydrate(memory: Memory, doc_id: str) -> bytes:
         raise NotFound(f"no fact {doc_id!r}")
     if fact.file is None:
         raise InvalidRequest(f"id: {doc_id!r} is not a file-backed fact")
-    path = resolve(fact.file.uri, _file_base(memory))
-    return await trio.to_thread.run_sync(_read_range, path, fact.file)
+    ref = fact.file
+    limit = memory.config.max_hydrate_bytes
+    if ref.length > limit:
+        raise InvalidRequest(
+            f"hydrate: the recorded range of {doc_id!r} is {ref.length} bytes, over the limit of "
+            f"{limit}", hint="raise MemoryConfig.max_hydrate_bytes (maxHydrateBytes), or remember "
+                             "smaller ranges of the file")
+    place = locate(ref.uri, _file_base(memory))
+    return await trio.to_thread.run_sync(_read_range, place, ref, _exclude(memory))
 
 
 def file_ref(raw: tuple[Any, ...] | None) -> FileRef | None:
@@ -218,4 +292,5 @@ def stamp_file(ref: FileRef) -> tuple[Any, ...]:
     return (ref.uri, ref.offset, ref.length, ref.format, ref.sha256, ref.size, ref.mtime, ref.summary)
 
 
-__all__ = ["file_ref", "hydrate", "remember_file", "resolve", "stamp_file"]
+__all__ = ["Place", "check_uri", "file_ref", "hydrate", "locate", "open_place", "remember_file",
+           "stamp_file"]

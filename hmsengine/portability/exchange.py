@@ -8,7 +8,12 @@ is written beside its final name, fsynced and renamed, so a crash leaves the old
 whole new one. An export is plaintext even from an encrypted store: protect it accordingly.
 
 ``import_jsonl`` reads and validates every line before it writes anything (an error names the
-file and the line), then writes everything in one transaction:
+file and the line), then writes everything in one transaction. It reads a regular file only (a
+FIFO or a device is refused at once), at most ``max_bytes`` of it (1 GiB by default, counted
+after gzip decompression, so a small compressed file cannot expand without bound), one line of
+at most 8 MiB at a time. A fact's file reference is checked like a new one's name
+(memory/files.locate: a ``file://`` URI or a path, no other scheme); whether its file may be read
+is decided by the memory that hydrates it (its file base), never by the import.
 
 * a fact or document whose id the store holds with the same content is skipped (a repeated
   import adds nothing); with different content it is ``Conflict`` and nothing is written;
@@ -33,6 +38,7 @@ import attrs
 import trio
 
 from ..errors import Conflict, HmsError, IncompatibleStore, InvalidRequest
+from ..localfiles import NotRegular, open_regular
 from .records import Incoming, canonical, incoming, record_of, tombstone_record
 
 if TYPE_CHECKING:
@@ -42,6 +48,7 @@ EXPORT_FORMAT = "hmsengine-jsonl"
 SCHEMA_VERSION = 1
 READ_CHUNK = 2000  # documents read between checkpoints, so a large export never stalls the loop
 MAX_LINE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_IMPORT_BYTES = 1024 * 1024 * 1024
 Progress = Callable[[int, int], Any]  # (done, total)
 
 
@@ -147,8 +154,6 @@ def _check_path(path: object, *, for_writing: bool) -> Path:
             raise InvalidRequest(f"path: the directory {str(p.parent)!r} does not exist")
         if p.is_dir():
             raise InvalidRequest(f"path: {str(p)!r} is a directory")
-    elif not p.is_file():
-        raise InvalidRequest(f"path: no file at {str(p)!r}")
     return p
 
 
@@ -182,20 +187,37 @@ class _os_errors:
 # -- reading a file ---------------------------------------------------------------------------------
 
 
-def read_lines(path: Path) -> Generator[tuple[int, bytes], None, None]:
-    """(line number, bytes) of a .jsonl or gzip-compressed file, blank lines skipped."""
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gzipped else open
+def read_lines(path: Path, max_bytes: int = DEFAULT_MAX_IMPORT_BYTES
+               ) -> Generator[tuple[int, bytes], None, None]:
+    """(line number, bytes) of a .jsonl or gzip-compressed regular file, blank lines skipped;
+    at most ``max_bytes`` (decompressed) and ``MAX_LINE_BYTES`` per line are ever read."""
     try:
-        with opener(path, "rb") as f:
-            for n, line in enumerate(f, start=1):
-                if len(line) > MAX_LINE_BYTES:
-                    raise InvalidRequest(f"{path}:{n}: the line is over {MAX_LINE_BYTES} bytes")
-                if line.strip():
-                    yield n, line
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise InvalidRequest(f"{path}: not a readable gzip file ({exc})") from None
+        fd, st = open_regular(path)
+    except FileNotFoundError:
+        raise InvalidRequest(f"path: no file at {str(path)!r}") from None
+    except NotRegular as exc:
+        raise InvalidRequest(f"path: {str(path)!r} is {exc.kind}, not a regular file") from None
+    too_large = InvalidRequest(f"{path}: more than {max_bytes} bytes to import",
+                               hint="pass a larger max_bytes if the file is trusted")
+    with os.fdopen(fd, "rb") as raw:
+        if st.st_size > max_bytes:
+            raise too_large
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        try:
+            with (gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw) as f:
+                n = total = 0
+                while line := f.readline(MAX_LINE_BYTES + 1):
+                    n += 1
+                    if len(line) > MAX_LINE_BYTES:
+                        raise InvalidRequest(f"{path}:{n}: the line is over {MAX_LINE_BYTES} bytes")
+                    total += len(line)
+                    if total > max_bytes:
+                        raise too_large
+                    if line.strip():
+                        yield n, line
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise InvalidRequest(f"{path}: not a readable gzip file ({exc})") from None
 
 
 def parse_records(lines: Iterable[tuple[int, bytes]], where: str, *,
@@ -237,19 +259,22 @@ def check_header(value: dict[str, Any], where: str, expected_format: str) -> Non
                                 f"({SCHEMA_VERSION})")
 
 
-async def import_jsonl(engine: Engine, path: object, *, progress: Progress | None = None) -> ImportReport:
+async def import_jsonl(engine: Engine, path: object, *, progress: Progress | None = None,
+                       max_bytes: int = DEFAULT_MAX_IMPORT_BYTES) -> ImportReport:
     """Validate all of ``path``, then write it in one transaction (see the module docstring)."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidRequest(f"max_bytes: expected a positive integer, got {max_bytes!r}")
     source = _check_path(path, for_writing=False)
     with _os_errors(source):
-        items = await trio.to_thread.run_sync(_parse_file, source)
+        items = await trio.to_thread.run_sync(_parse_file, source, max_bytes)
     return await apply(engine, items, source=str(source), progress=progress)
 
 
-def _parse_file(source: Path) -> list[Incoming]:
+def _parse_file(source: Path, max_bytes: int) -> list[Incoming]:
     # Closed here, not when garbage collected: a line that fails validation leaves read_lines
     # suspended inside its ``with``, and the raised error's traceback keeps it (and the open
     # file) alive for as long as the caller holds the error.
-    with contextlib.closing(read_lines(source)) as lines:
+    with contextlib.closing(read_lines(source, max_bytes)) as lines:
         return parse_records(lines, str(source))
 
 
@@ -305,5 +330,5 @@ async def apply(engine: Engine, items: list[Incoming], *, source: str,
                         tombstones=len(new_tombstones), purged=purged, source=source)
 
 
-__all__ = ["ImportReport", "apply", "collect", "encode", "export_jsonl", "import_jsonl",
-           "parse_records", "read_lines", "write_atomically"]
+__all__ = ["DEFAULT_MAX_IMPORT_BYTES", "ImportReport", "apply", "collect", "encode",
+           "export_jsonl", "import_jsonl", "parse_records", "read_lines", "write_atomically"]

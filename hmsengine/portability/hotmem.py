@@ -59,6 +59,14 @@ from typing import Any, NoReturn
 import attrs
 
 from hmsengine.errors import CorruptStore, IncompatibleStore, InvalidRequest, map_errors
+from hmsengine.localfiles import (
+    NotRegular,
+    OutsideBase,
+    TooLarge,
+    open_beneath,
+    read_beneath,
+    read_whole,
+)
 
 HOTMEM_FORMAT = "hotmem-snapshot-v2"
 HOTMEM_SCHEMA_VERSION = 2
@@ -74,6 +82,8 @@ WRITER = "hmsengine"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MS = _dt.timedelta(milliseconds=1)
 _CHUNK = 1 << 20
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024  # all listed files together (restore's default too)
 # Never carried: HotMem's vectors are in its own space, content_hash is derived, schema_version is ours.
 _DROPPED = frozenset({"embedding", "embedding_b64", "embedding_dim", "embedding_model", "content_hash",
                       "schema_version"})
@@ -115,20 +125,24 @@ class _Bad(Exception):
 def is_hotmem_snapshot(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a directory whose manifest.json says ``format: hotmem-snapshot-v2``."""
     try:
-        raw = json.loads(Path(path, MANIFEST_NAME).read_bytes())
-    except (OSError, ValueError, RecursionError):
+        raw = json.loads(read_beneath(path, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, RecursionError, NotRegular, OutsideBase, TooLarge):
         return False
     return isinstance(raw, dict) and raw.get("format") == HOTMEM_FORMAT
 
 
-def read_hotmem_snapshot(path: str | os.PathLike[str]) -> HotmemSnapshot:
+def read_hotmem_snapshot(path: str | os.PathLike[str], *,
+                         max_bytes: int = DEFAULT_MAX_BYTES) -> HotmemSnapshot:
     """Verify a HotMem Snapshot v2 directory completely, then return its memories as fact records.
 
     Verified before anything is returned: every file the manifest lists (size, then sha256), the
     overall digest, the snapshot id, the counts, and that the file references match the records.
+    Only regular files inside the directory are read (no symbolic link, FIFO or device), the
+    listed ones at most ``max_bytes`` together, checked before any is read.
     Raises ``CorruptStore`` (``.file`` names it) for a missing file or a mismatch, ``InvalidRequest``
     for a manifest of another format or malformed content (the file, and the line for
-    memories.jsonl), ``IncompatibleStore`` for a schema version above 2. Nothing is written.
+    memories.jsonl) or files over ``max_bytes``, ``IncompatibleStore`` for a schema version above
+    2. Nothing is written.
     """
     root = Path(path)
     with map_errors("reading a HotMem snapshot", file=str(root)):
@@ -136,6 +150,11 @@ def read_hotmem_snapshot(path: str | os.PathLike[str]) -> HotmemSnapshot:
             raise InvalidRequest(f"{root}: not a directory", hint="pass a HotMem snapshot directory")
         manifest = _load_manifest(root)
         files = _manifest_files(root, manifest)
+        total = sum(max(0, size) for size, _ in files.values())
+        if total > max_bytes:
+            raise InvalidRequest(f"{root}: the snapshot's files hold {total} bytes, over the "
+                                 f"limit of {max_bytes}",
+                                 hint="pass a larger max_bytes if the snapshot is trusted")
         digests: dict[str, str] = {}
         attachments: dict[str, bytes] = {}
         for rel, (size, sha) in sorted(files.items()):
@@ -151,18 +170,35 @@ def read_hotmem_snapshot(path: str | os.PathLike[str]) -> HotmemSnapshot:
         if _overall(digests) != manifest.get("overall_sha256"):
             _manifest_mismatch(root, "overall_sha256 does not match the listed files")
         refs = _manifest_refs(root, manifest)
-        records = _read_records(root, manifest, refs, attachments)
+        records = _read_records(root, manifest, refs, attachments, files[MEMORIES_NAME][0])
     return HotmemSnapshot(records=records, attachments=attachments, manifest=manifest)
+
+
+def _open_member(root: Path, rel: str) -> tuple[int, os.stat_result]:
+    """A listed file of the snapshot, opened without following any link (``CorruptStore``
+    naming it when missing, not a regular file, or outside the directory)."""
+    where = str(root / rel)
+    try:
+        return open_beneath(root, rel, follow_links=False)
+    except (FileNotFoundError, NotADirectoryError):
+        raise CorruptStore(f"{rel} is listed in the manifest but missing", file=where) from None
+    except NotRegular as exc:
+        raise CorruptStore(f"{rel} is {exc.kind}, not a regular file", file=where) from None
+    except OutsideBase:
+        raise CorruptStore(f"{rel} lies outside the snapshot directory", file=where) from None
 
 
 def _load_manifest(root: Path) -> dict[str, Any]:
     where = root / MANIFEST_NAME
-    if not where.is_file():
-        raise CorruptStore(f"{MANIFEST_NAME} is missing", file=str(where))
+    fd, st = _open_member(root, MANIFEST_NAME)
     try:
-        manifest = json.loads(where.read_bytes())
+        manifest = json.loads(read_whole(fd, st, MAX_MANIFEST_BYTES))
+    except TooLarge:
+        raise InvalidRequest(f"{where}: {st.st_size} bytes is too large for a manifest") from None
     except (ValueError, RecursionError) as exc:
         raise InvalidRequest(f"{where}: not valid JSON ({exc})") from None
+    finally:
+        os.close(fd)
     if not isinstance(manifest, dict):
         raise InvalidRequest(f"{where}: expected a JSON object")
     if manifest.get("format") != HOTMEM_FORMAT:
@@ -198,15 +234,16 @@ def _manifest_files(root: Path, manifest: dict[str, Any]) -> dict[str, tuple[int
 
 def _verify_file(root: Path, rel: str, size: int, sha: str, *, keep: bool) -> bytes | None:
     fpath = root / rel
-    if not fpath.is_file():
-        raise CorruptStore(f"{rel} is listed in the manifest but missing", file=str(fpath))
-    actual = fpath.stat().st_size
-    if actual != size:
-        raise CorruptStore(f"{rel}: size {actual} does not match the manifest's {size}", file=str(fpath))
-    h = hashlib.sha256()
-    kept = bytearray()
-    with open(fpath, "rb") as f:
-        while chunk := f.read(_CHUNK):
+    fd, st = _open_member(root, rel)
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size != size:
+            raise CorruptStore(f"{rel}: size {st.st_size} does not match the manifest's {size}",
+                               file=str(fpath))
+        h = hashlib.sha256()
+        kept = bytearray()
+        left = size + 1  # one byte past the size: a file that grew meanwhile fails the check
+        while left and (chunk := f.read(min(_CHUNK, left))):
+            left -= len(chunk)
             h.update(chunk)
             if keep:
                 kept += chunk
@@ -231,7 +268,7 @@ def _manifest_refs(root: Path, manifest: dict[str, Any]) -> dict[str, dict[str, 
 
 
 def _read_records(root: Path, manifest: dict[str, Any], refs: dict[str, dict[str, Any]],
-                  attachments: dict[str, bytes]) -> tuple[dict[str, Any], ...]:
+                  attachments: dict[str, bytes], size: int) -> tuple[dict[str, Any], ...]:
     fpath = root / MEMORIES_NAME
     created = manifest.get("created_at")
     try:
@@ -244,38 +281,44 @@ def _read_records(root: Path, manifest: dict[str, Any], refs: dict[str, dict[str
     n_file = 0
     matched = 0
     decoder = json.JSONDecoder(parse_constant=_reject_constant)
-    with open(fpath, "rb") as f:
-        for lineno, line in enumerate(f, 1):
+    fd, st = _open_member(root, MEMORIES_NAME)
+    try:  # at most the size the manifest lists (and verified): a file swapped since is cut there
+        data = read_whole(fd, st, size)
+    except TooLarge:
+        raise CorruptStore(f"{MEMORIES_NAME} changed while it was read", file=str(fpath)) from None
+    finally:
+        os.close(fd)
+    for lineno, line in enumerate(data.split(b"\n"), 1):  # the numbering of the file's lines
+        try:
+            text = line.decode("utf-8").strip()
+            if not text:
+                continue
             try:
-                text = line.decode("utf-8").strip()
-                if not text:
-                    continue
-                try:
-                    raw = decoder.decode(text)
-                except ValueError as exc:  # also the UnicodeDecodeError above, via the outer handler
-                    raise _Bad(f"not valid JSON ({exc})") from None
-                if not isinstance(raw, dict):
-                    raise _Bad(f"expected a JSON object, got {type(raw).__name__}")
-                rid = raw.get("id")
-                ref = refs.get(rid) if isinstance(rid, str) else None
-                fact = _from_hotmem(raw, attachment=ref.get("attachment") if ref else None,
-                                    default_time=default_time)
-            except (_Bad, ValueError, RecursionError) as exc:
-                raise InvalidRequest(f"{fpath}, line {lineno}: {exc}") from None
-            if fact["id"] in seen:
-                raise InvalidRequest(f"{fpath}, line {lineno}: duplicate id {fact['id']!r}")
-            seen.add(fact["id"])
-            if isinstance(raw.get("content_hash"), str) and raw["content_hash"]:
-                hashes.append(raw["content_hash"])
-            if raw.get("memory_type") == "file":
-                n_file += 1
-                if ref is not None:
-                    # HotMem copies these from the record (offset and length as ``or 0``).
-                    if [ref.get(k) for k in _FILE_FIELDS] != [raw.get(k) or 0 if k.startswith("byte")
-                                                              else raw.get(k) for k in _FILE_FIELDS]:
-                        _manifest_mismatch(root, f"file reference of {fact['id']} differs from its record")
-                    matched += 1
-            records.append(fact)
+                raw = decoder.decode(text)
+            except ValueError as exc:  # also the UnicodeDecodeError above, via the outer handler
+                raise _Bad(f"not valid JSON ({exc})") from None
+            if not isinstance(raw, dict):
+                raise _Bad(f"expected a JSON object, got {type(raw).__name__}")
+            rid = raw.get("id")
+            ref = refs.get(rid) if isinstance(rid, str) else None
+            fact = _from_hotmem(raw, attachment=ref.get("attachment") if ref else None,
+                                default_time=default_time)
+        except (_Bad, ValueError, RecursionError) as exc:
+            raise InvalidRequest(f"{fpath}, line {lineno}: {exc}") from None
+        if fact["id"] in seen:
+            raise InvalidRequest(f"{fpath}, line {lineno}: duplicate id {fact['id']!r}")
+        seen.add(fact["id"])
+        if isinstance(raw.get("content_hash"), str) and raw["content_hash"]:
+            hashes.append(raw["content_hash"])
+        if raw.get("memory_type") == "file":
+            n_file += 1
+            if ref is not None:
+                # HotMem copies these from the record (offset and length as ``or 0``).
+                if [ref.get(k) for k in _FILE_FIELDS] != [raw.get(k) or 0 if k.startswith("byte")
+                                                          else raw.get(k) for k in _FILE_FIELDS]:
+                    _manifest_mismatch(root, f"file reference of {fact['id']} differs from its record")
+                matched += 1
+        records.append(fact)
     if not matched == n_file == len(refs):
         _manifest_mismatch(root, "file_backed_references do not match the file-backed records")
     for ref in refs.values():

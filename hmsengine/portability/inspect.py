@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from hmsengine.errors import InvalidRequest
+from hmsengine.localfiles import NotRegular, open_regular
 
 WINDOW_BYTES = 64 * 1024
 """Bytes read from the head (and, for JSONL, the tail) of a file under ``validation="sampled"``."""
@@ -82,19 +83,23 @@ def inspect_file(path: str | os.PathLike[str], *, validation: str = "sampled") -
             f"validation must be 'sampled' or 'full', got {validation!r}", hint="pass 'sampled' or 'full'"
         )
     name = os.fspath(path)
-    if not os.path.isfile(name):
-        what = "does not exist" if not os.path.exists(name) else "is not a regular file"
-        what = "is a directory" if os.path.isdir(name) else what
-        raise InvalidRequest(f"cannot inspect {name!r}: it {what}", hint="pass the path of a regular file")
+    # One open, checked on its descriptor (a FIFO or device is refused at once, never read).
     try:
-        fh = open(name, "rb")  # noqa: SIM115 - closed by the with-block below, after the except
+        fd, st = open_regular(name)
+    except FileNotFoundError:
+        raise InvalidRequest(f"cannot inspect {name!r}: it does not exist",
+                             hint="pass the path of a regular file") from None
+    except NotRegular as exc:
+        raise InvalidRequest(f"cannot inspect {name!r}: it is {exc.kind}",
+                             hint="pass the path of a regular file") from None
     except OSError as exc:
         raise InvalidRequest(
             f"cannot inspect {name!r}: {exc.strerror or exc}", hint="pass a readable regular file"
         ) from exc
+    fh = os.fdopen(fd, "rb")
     scan = _Scan()
     with fh:
-        size = os.fstat(fh.fileno()).st_size
+        size = st.st_size
         result: dict[str, Any] = {
             "path": name, "format": None, "size": size, "columns": None, "row_count": None,
             "errors": scan.errors, "unsupported_reason": None,

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..engine.values import check_embedding, check_id, check_metadata, check_text
 from ..errors import InvalidRequest
+from ..memory.files import check_uri
 from ..memory.inputs import prepare
 from ..memory.stamp import STAMP_KEY, parse_stamp, user_metadata
 from ..memory.values import RememberInput
@@ -114,6 +115,10 @@ def _file(value: object) -> tuple[Any, ...] | None:
         raise InvalidRequest(f"file.{unknown[0]}: unknown field")
     if not isinstance(value.get("uri"), str) or not value["uri"]:
         raise InvalidRequest("file.uri: expected a non-empty string")
+    try:  # named as a new reference would be: a path or a file:// URI, never another scheme
+        check_uri(value["uri"])
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"file.{exc.message}", hint=exc.hint) from None
     # "" is a reference whose checksum was never recorded (HotMem allows that): kept, and
     # hydrate refuses to vouch for its bytes.
     sha = value.get("sha256")

@@ -12,9 +12,12 @@ sha256s of the record lines: the same content gives the same id), ``createdAt``,
 ``<path> <sha256>`` of ``files``, sorted) and ``manifestDigest`` (sha256 of the canonical JSON
 of the manifest without that key), so a change to any file, the manifest included, is found.
 
-``restore`` verifies every checksum, then parses and validates every record, and only then
-writes, in one transaction, with the import rules of exchange.py (equivalent facts skipped, so
-a repeated restore adds nothing; tombstoned ids refused). It also accepts a HotMem snapshot v2
+``restore`` reads only regular files inside the snapshot directory (no symbolic link, FIFO or
+device: hmsengine/localfiles.py), each no larger than the manifest says, all of them together no
+larger than ``max_bytes`` (1 GiB by default), checked before anything is read. It verifies
+every checksum, then parses and validates every record, and only then writes, in one
+transaction, with the import rules of exchange.py (equivalent facts skipped, so a repeated
+restore adds nothing; tombstoned ids refused). It also accepts a HotMem snapshot v2
 (``hotmem-snapshot-v2``; portability/hotmem.py maps its records), and ``snapshot(format=
 "hotmem-v2")`` writes one that HotMem's own hydrate loads (facts only: HotMem has no tombstones).
 """
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
+from ..localfiles import NotRegular, OutsideBase, TooLarge, open_beneath, read_range, read_whole
 from .exchange import (
     ImportReport,
     Progress,
@@ -51,6 +55,9 @@ FORMATS = ("hmsengine-v2", "hotmem-v2")
 FACTS_FILE = "facts.jsonl"
 ATTACHMENT_LIMIT = 8 * 1024
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+# The most a restore reads from a snapshot's files together (a restore is one transaction, whose
+# journal frame holds at most 256 MiB compressed: a snapshot near this size is already too big).
+DEFAULT_MAX_RESTORE_BYTES = 1024 * 1024 * 1024
 
 
 def _sha256(data: bytes) -> str:
@@ -83,10 +90,13 @@ def _prepare_target(path: object) -> Path:
     return target
 
 
-def _attachments(records: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[str]]:
+def _attachments(records: list[dict[str, Any]],
+                 exclude: tuple[str, ...] = ()) -> tuple[dict[str, bytes], list[str]]:
     """(sha256 -> bytes) of the file-backed ranges under 8 KiB that still match, and the ids of
-    those that could not be attached (missing, changed, relative path)."""
-    from ..memory.files import resolve
+    those that could not be attached (missing, changed, relative path, not a regular file, in
+    ``exclude``: the store's own directory). Each is read from the descriptor that was checked."""
+    from ..localfiles import NotRegular, OutsideBase, read_range
+    from ..memory.files import locate, open_place
 
     found: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -95,11 +105,12 @@ def _attachments(records: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[
         if ref is None or ref["length"] >= ATTACHMENT_LIMIT:
             continue
         try:
-            path = resolve(ref["uri"], None)
-            with open(path, "rb") as f:
-                f.seek(ref["offset"])
-                data = f.read(ref["length"])
-        except (OSError, InvalidRequest):
+            fd, _ = open_place(locate(ref["uri"], None), exclude)
+            try:
+                data = read_range(fd, ref["offset"], ref["length"])
+            finally:
+                os.close(fd)
+        except (OSError, InvalidRequest, NotRegular, OutsideBase):
             skipped.append(r["id"])
             continue
         if len(data) == ref["length"] and _sha256(data) == ref["sha256"]:
@@ -110,7 +121,7 @@ def _attachments(records: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[
 
 
 def _write_snapshot(target: Path, records: list[dict[str, Any]], attachments: bool,
-                    created_at: int) -> dict[str, Any]:
+                    created_at: int, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     target.mkdir(parents=True, exist_ok=True)
     data = encode(records)
     files = []
@@ -118,7 +129,7 @@ def _write_snapshot(target: Path, records: list[dict[str, Any]], attachments: bo
     files.append({"path": FACTS_FILE, "size": len(data), "sha256": _sha256(data)})
     skipped: list[str] = []
     if attachments:
-        blobs, skipped = _attachments(records)
+        blobs, skipped = _attachments(records, exclude)
         if blobs:
             (target / "attachments").mkdir(exist_ok=True)
         for sha, blob in sorted(blobs.items()):
@@ -146,18 +157,21 @@ async def snapshot(engine: Engine, path: object, *, format: str = "hmsengine-v2"
     target = _prepare_target(path)
     records = await collect(engine, progress=progress)
     created_at = engine.now()
+    exclude = () if engine.path is None else (engine.path,)
     with _os_errors(target):
         if format == "hotmem-v2":
-            return await trio.to_thread.run_sync(_write_hotmem, target, records, attachments, created_at)
-        return await trio.to_thread.run_sync(_write_snapshot, target, records, attachments, created_at)
+            return await trio.to_thread.run_sync(_write_hotmem, target, records, attachments,
+                                                 created_at, exclude)
+        return await trio.to_thread.run_sync(_write_snapshot, target, records, attachments,
+                                             created_at, exclude)
 
 
 def _write_hotmem(target: Path, records: list[dict[str, Any]], attachments: bool,
-                  created_at: int) -> dict[str, Any]:
+                  created_at: int, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     from .hotmem_write import write_hotmem_snapshot
 
     facts = [r if r["type"] == "fact" else _as_fact(r) for r in records if r["type"] != "tombstone"]
-    blobs = _attachments(facts)[0] if attachments else None
+    blobs = _attachments(facts, exclude)[0] if attachments else None
     return write_hotmem_snapshot(target, facts, attachments=blobs, created_at=created_at)
 
 
@@ -173,17 +187,37 @@ def _as_fact(record: dict[str, Any]) -> dict[str, Any]:
 # -- verifying and restoring -------------------------------------------------------------------------
 
 
+def open_member(root: Path, name: str) -> tuple[int, os.stat_result]:
+    """(descriptor, stat) of the regular file ``name`` of the snapshot at ``root``: never
+    through a symbolic link, never a FIFO or a device (``CorruptStore`` naming it)."""
+    where = str(root / name)
+    try:
+        return open_beneath(root, name, follow_links=False)
+    except (FileNotFoundError, NotADirectoryError):
+        raise CorruptStore("a file of the snapshot is missing", file=where) from None
+    except NotRegular as exc:
+        raise CorruptStore(f"a file of the snapshot is {exc.kind}, not a regular file",
+                           file=where) from None
+    except OutsideBase:
+        raise CorruptStore("a file of the snapshot lies outside its directory", file=where) from None
+
+
 def read_manifest(root: Path) -> dict[str, Any]:
     where = root / "manifest.json"
     try:
-        size = where.stat().st_size
-        if size > MAX_MANIFEST_BYTES:
-            raise InvalidRequest(f"{where}: {size} bytes is too large for a manifest")
-        value = json.loads(where.read_bytes())
-    except FileNotFoundError:
-        raise InvalidRequest(f"{root}: no manifest.json here: not a snapshot directory") from None
+        fd, st = open_member(root, "manifest.json")
+    except CorruptStore:
+        if not os.path.lexists(where):
+            raise InvalidRequest(f"{root}: no manifest.json here: not a snapshot directory") from None
+        raise
+    try:
+        value = json.loads(read_whole(fd, st, MAX_MANIFEST_BYTES))
+    except TooLarge:
+        raise InvalidRequest(f"{where}: {st.st_size} bytes is too large for a manifest") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorruptStore(f"manifest.json is not valid JSON ({exc})", file=str(where)) from None
+    finally:
+        os.close(fd)
     if not isinstance(value, dict):
         raise InvalidRequest(f"{where}: expected a JSON object")
     return value
@@ -195,8 +229,9 @@ def _safe_member(root: Path, name: object, where: str) -> Path:
     return root / name
 
 
-def verify(root: Path) -> tuple[dict[str, Any], bytes]:
-    """Check the manifest and every file it lists; (manifest, facts.jsonl bytes)."""
+def verify(root: Path, max_bytes: int = DEFAULT_MAX_RESTORE_BYTES) -> tuple[dict[str, Any], bytes]:
+    """Check the manifest and every file it lists (their sizes together at most ``max_bytes``,
+    before any is read); (manifest, facts.jsonl bytes)."""
     manifest = read_manifest(root)
     where = str(root / "manifest.json")
     fmt = manifest.get("format")
@@ -218,13 +253,17 @@ def verify(root: Path) -> tuple[dict[str, Any], bytes]:
         raise CorruptStore("the manifest's files is not a list of {path, size, sha256}", file=where)
     if manifest.get("digest") != _files_digest(files):
         raise CorruptStore("the manifest's digest does not match its files", file=where)
+    check_total(sum(max(0, f["size"]) for f in files), max_bytes, root)
     facts: bytes | None = None
     for entry in files:
         member = _safe_member(root, entry.get("path"), where)
+        fd, st = open_member(root, entry["path"])
         try:
-            data = member.read_bytes()
-        except FileNotFoundError:
-            raise CorruptStore("a file of the snapshot is missing", file=str(member)) from None
+            if st.st_size != entry["size"]:
+                raise CorruptStore("the file's size does not match the manifest", file=str(member))
+            data = read_range(fd, 0, entry["size"])
+        finally:
+            os.close(fd)
         if len(data) != entry.get("size") or _sha256(data) != entry.get("sha256"):
             raise CorruptStore("the file's size or sha256 does not match the manifest",
                                file=str(member))
@@ -237,12 +276,19 @@ def verify(root: Path) -> tuple[dict[str, Any], bytes]:
     return manifest, facts
 
 
-def _load(root: Path) -> tuple[str, list[Any]]:
+def check_total(total: int, max_bytes: int, root: Path) -> None:
+    """Refuse a snapshot whose files hold more than ``max_bytes`` together (before reading)."""
+    if total > max_bytes:
+        raise InvalidRequest(f"{root}: the snapshot's files hold {total} bytes, over the limit of "
+                             f"{max_bytes}", hint="pass a larger max_bytes if the snapshot is trusted")
+
+
+def _load(root: Path, max_bytes: int = DEFAULT_MAX_RESTORE_BYTES) -> tuple[str, list[Any]]:
     """(the format, the validated records) of the snapshot at ``root``, verified first."""
     from .hotmem import is_hotmem_snapshot, read_hotmem_snapshot
 
     if is_hotmem_snapshot(root):
-        snap = read_hotmem_snapshot(root)
+        snap = read_hotmem_snapshot(root, max_bytes=max_bytes)
         items = []
         for record in snap.records:
             try:
@@ -250,20 +296,24 @@ def _load(root: Path) -> tuple[str, list[Any]]:
             except InvalidRequest as exc:
                 raise InvalidRequest(f"{root}: HotMem record {record.get('id')!r}: {exc.message}") from None
         return "hotmem-snapshot-v2", items
-    _, facts = verify(root)
+    _, facts = verify(root, max_bytes)
     lines = ((n, line) for n, line in enumerate(facts.split(b"\n"), start=1) if line.strip())
     return SNAPSHOT_FORMAT, parse_records(lines, str(root / FACTS_FILE))
 
 
-async def restore(engine: Engine, path: object, *, progress: Progress | None = None) -> ImportReport:
-    """Verify the snapshot at ``path`` completely, then restore it in one transaction."""
+async def restore(engine: Engine, path: object, *, progress: Progress | None = None,
+                  max_bytes: int = DEFAULT_MAX_RESTORE_BYTES) -> ImportReport:
+    """Verify the snapshot at ``path`` completely (regular files only, at most ``max_bytes``
+    together), then restore it in one transaction."""
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidRequest(f"path: expected a directory path, got {type(path).__name__}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidRequest(f"max_bytes: expected a positive integer, got {max_bytes!r}")
     root = Path(path)
     if not root.is_dir():
         raise InvalidRequest(f"path: no snapshot directory at {str(root)!r}")
     with _os_errors(root):
-        _, items = await trio.to_thread.run_sync(_load, root)
+        _, items = await trio.to_thread.run_sync(_load, root, max_bytes)
     return await apply(engine, items, source=str(root), progress=progress)
 
 
