@@ -1,16 +1,21 @@
 """The ASGI application: routes to ``memory.call`` and the engine's document methods.
 
-Every request goes through the same steps, in this order: the tenant header is checked (400
-``invalid_tenant``, before anything touches the file system), the API key (401/403, with
-``--api-keys``), the body is read within ``max_body`` bytes (413, also for chunked bodies: the
-limit is counted while the stream is read, never trusted from a header alone) and within
-``body_timeout`` seconds (408), parsed as JSON (400), and the tenant's store is opened if needed
-(tenants.py). Then the operation runs and its result is the response.
+Every data request goes through the same steps, in this order: the Host and Origin headers
+(421/403, guard.py: before anything else, so a web page the browser opens gets nothing), the
+tenant header (400 ``invalid_tenant``, before anything touches the file system), the API key
+(401/403, with ``--api-keys``), the method (405: routes dispatch on exact methods, ``HEAD`` and
+``OPTIONS`` included), a POST or PUT body's ``Content-Type`` (415 unless ``application/json``),
+the body is read within ``max_body`` bytes (413, also for chunked bodies: the limit is counted
+while the stream is read, never trusted from a header alone) and within ``body_timeout`` seconds
+(408), parsed as JSON (400), checked for lone surrogates (422), and the tenant's store is opened
+if needed (tenants.py). Then the operation runs and its result is the response.
 
 Errors are always ``{"error": {"code", "message"[, "hint"]}}``; the table ``STATUS`` maps the
 error classes to HTTP statuses at this boundary. Store-side failures (a corrupt or locked store,
 a failed fsync) answer with their code and a fixed message (the details, which name server paths,
 go to the log); anything unexpected is a 500 with a fixed message, logged with its traceback.
+Other messages never show a server path: the tenant's store directory and file base are written
+as paths relative to them (``relative_paths``).
 """
 
 from __future__ import annotations
@@ -18,17 +23,21 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import trio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..engine.values import Document, Hit, PutResult
+from ..engine.values import Document, Hit, PutResult, check_unicode
 from ..errors import (
     Conflict,
     CorruptStore,
@@ -45,6 +54,7 @@ from ..errors import (
 from ..memory import Memory
 from ..memory.jsonapi import OPERATIONS, to_json
 from .auth import Forbidden, KeyRing, Unauthorized
+from .guard import Refused, RequestGuard, check_json_content_type
 from .openapi import API, build_openapi
 from .tenants import TENANT_HEADER, InvalidTenant, TenantPool, check_tenant
 
@@ -56,6 +66,14 @@ DEFAULT_BODY_TIMEOUT = 30.0
 # 413 goes out, so that the client (still sending) reads the answer instead of a reset.
 DRAIN_BYTES = 1024 * 1024
 INTERNAL_MESSAGE = "internal server error; the details are in the server log"
+# Routes with no data: no Host, Origin or Content-Type check (probes reach them by any name).
+UNGUARDED = frozenset({"/healthz", "/openapi.json"})
+DOCUMENT_METHODS = ("GET", "PUT", "DELETE")
+# A lone surrogate can come into a parsed body only from a \uD800-\uDFFF escape (UTF-8 bytes
+# cannot encode one): bodies without such an escape skip the walk that looks for it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# What a web app an operator allowed (--allow-origin) may send across origins.
+CORS_HEADERS = ("authorization", "content-type", "x-hms-tenant")
 
 # Error class -> (HTTP status, message sent: None = the error's own, else this fixed one).
 STATUS: tuple[tuple[type[HmsError], int, str | None], ...] = (
@@ -110,7 +128,17 @@ def error_response(status: int, code: str, message: str, hint: str | None = None
     return json_response(status, {"error": body}, headers)
 
 
-def hms_error_response(exc: HmsError) -> Response:
+def relative_paths(text: str, places: Sequence[tuple[str, str]]) -> str:
+    """``text`` with every ``(directory, name)`` of ``places`` written relative: a path under
+    the directory loses it, the directory itself becomes ``name``. Longest directories first,
+    so a file base inside a store directory is not half replaced."""
+    for directory, name in sorted(places, key=lambda p: -len(p[0])):
+        if directory and directory != os.sep:
+            text = text.replace(directory + os.sep, "").replace(directory, name)
+    return text
+
+
+def hms_error_response(exc: HmsError, places: Sequence[tuple[str, str]] = ()) -> Response:
     for cls, status, fixed in STATUS:
         if isinstance(exc, cls):
             if fixed is not None:
@@ -118,7 +146,8 @@ def hms_error_response(exc: HmsError) -> Response:
                 return error_response(status, exc.code, fixed, None,
                                       {"Retry-After": "1"} if status == 503 else None)
             headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            return error_response(status, exc.code, exc.message, exc.hint or None, headers)
+            return error_response(status, exc.code, relative_paths(exc.message, places),
+                                  relative_paths(exc.hint, places) or None, headers)
     logger.error("unmapped %s: %s", type(exc).__name__, exc)
     return error_response(500, exc.code, INTERNAL_MESSAGE)
 
@@ -189,7 +218,8 @@ class ServerApp:
 
     def __init__(self, pool: TenantPool, *, keys: KeyRing | None = None,
                  max_body: int = DEFAULT_MAX_BODY,
-                 body_timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT,
+                 guard: RequestGuard | None = None) -> None:
         if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
             raise ValueError(f"max_body: expected a positive integer, got {max_body!r}")
         if not (isinstance(body_timeout, (int, float)) and math.isfinite(body_timeout)
@@ -202,18 +232,23 @@ class ServerApp:
         self.keys = keys
         self.max_body = max_body
         self.body_timeout = float(body_timeout)
+        self.guard = guard or RequestGuard()
         self.openapi = render(build_openapi(OPERATIONS))
-        self.app = Starlette(
+        routes = Starlette(
             routes=[
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/openapi.json", self.openapi_json, methods=["GET"]),
-                Route(API + "/memory/{op}", self._route(self.memory_op), methods=["POST"]),
-                Route(API + "/documents/search", self._route(self.search), methods=["POST"]),
-                Route(API + "/documents/{id:path}", self._route(self.document),
-                      methods=["PUT", "GET", "DELETE"]),
+                _exact(API + "/memory/{op}", self._route(self.memory_op), ("POST",)),
+                _exact(API + "/documents/search", self._route(self.search), ("POST",)),
+                _exact(API + "/documents/{id:path}", self._route(self.document), DOCUMENT_METHODS),
             ],
             exception_handlers={HTTPException: self._http_exception},
         )
+        # Only origins the operator allowed get CORS answers (preflights included); the guard
+        # has refused every other Origin before this point.
+        self.app: Any = routes if not self.guard.origins else CORSMiddleware(
+            routes, allow_origins=sorted(self.guard.origins),
+            allow_methods=["GET", "POST", "PUT", "DELETE"], allow_headers=CORS_HEADERS)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """The ASGI entry point: the Starlette app, counting the HTTP requests in flight."""
@@ -224,6 +259,16 @@ class ServerApp:
             self._idle = trio.Event()
         self.in_flight += 1
         try:
+            if scope["path"] not in UNGUARDED:
+                headers = Headers(scope=scope)
+                try:
+                    self.guard.check_host(headers.get("host"))
+                    self.guard.check_origin(headers.get("origin"))
+                except Refused as refused:
+                    response = error_response(refused.status, refused.code, refused.message,
+                                              refused.hint, _closing(headers))
+                    await response(scope, receive, send)
+                    return
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
@@ -243,22 +288,36 @@ class ServerApp:
 
     def _route(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
+            response = await answer(request)
+            if response.status_code >= 400 and not request.scope.get("hms.body_read"):
+                response.headers.update(_closing(request.headers))
+            return response
+
+        async def answer(request: Request) -> Response:
+            tenant: str | None = None
             try:
                 tenant = check_tenant(request.headers.get(TENANT_HEADER))
                 if self.keys is not None:
                     self.keys.check(tenant, request.headers.getlist("authorization"))
                 body: Any = None
                 if request.method in ("POST", "PUT"):
-                    body = parse_json(await read_body(request, self.max_body, self.body_timeout))
+                    check_json_content_type(request.headers.get("content-type"))
+                    raw = await read_body(request, self.max_body, self.body_timeout)
+                    request.scope["hms.body_read"] = True
+                    body = parse_json(raw)
                     if not isinstance(body, dict):
                         raise InvalidRequest("the body must be a JSON object")
+                    if _SURROGATE_ESCAPE.search(raw):  # a surrogate comes only from an escape
+                        check_unicode(body, "")
                 async with self.pool.use(tenant) as memory:
                     result = await handler(memory, request, body)
                 return json_response(200, result)
             except HttpError as exc:
                 return error_response(exc.status, exc.code, exc.message, None, exc.headers)
+            except Refused as exc:
+                return error_response(exc.status, exc.code, exc.message, exc.hint)
             except HmsError as exc:
-                return hms_error_response(exc)
+                return hms_error_response(exc, self.pool.places(tenant) if tenant else ())
             except Exception:
                 logger.exception("internal error on %s %s", request.method, request.url.path)
                 return error_response(500, "internal", INTERNAL_MESSAGE)
@@ -269,10 +328,14 @@ class ServerApp:
         assert isinstance(exc, HTTPException)
         codes = {404: "not_found", 405: "method_not_allowed"}
         code = codes.get(exc.status_code, "http_error")
+        headers = dict(exc.headers or {})
+        if "Allow" in headers:  # Starlette joins a set: give the methods in a stable order
+            headers["Allow"] = ", ".join(sorted(m.strip() for m in headers["Allow"].split(",")))
         message = {404: f"no route {request.url.path}",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(
             exc.status_code, str(exc.detail))
-        return error_response(exc.status_code, code, message, None, exc.headers)
+        headers.update(_closing(request.headers))
+        return error_response(exc.status_code, code, message, None, headers)
 
     # -- routes ---------------------------------------------------------------------------------
 
@@ -313,6 +376,10 @@ class ServerApp:
             if doc is None:
                 raise NotFound(f"no document {doc_id!r}")
             return to_json(doc)
+        if request.method != "DELETE":  # the route answers no other method; never guess one
+            raise HttpError(405, "method_not_allowed",
+                            f"{request.method} is not allowed on {request.url.path}",
+                            headers={"Allow": ", ".join(sorted(DOCUMENT_METHODS))})
         purge = _flag(request.query_params.get("purge"), "purge")
         unknown = sorted(set(request.query_params) - {"purge"})
         if unknown:
@@ -320,6 +387,25 @@ class ServerApp:
         if not await engine.delete_document(doc_id, purge=purge):
             raise NotFound(f"no document {doc_id!r}")
         return {"id": doc_id, "deleted": True}
+
+
+def _closing(headers: Headers) -> dict[str, str]:
+    """``Connection: close`` for a refusal of a request whose body was not read: the server
+    closes such a connection, and a client told so opens a new one for its next request
+    instead of sending it into the closed one."""
+    length = headers.get("content-length")
+    if headers.get("transfer-encoding") is not None or (length is not None and length.strip() != "0"):
+        return {"Connection": "close"}
+    return {}
+
+
+def _exact(path: str, endpoint: Callable[[Request], Awaitable[Response]],
+           methods: Sequence[str]) -> Route:
+    """A route answering exactly ``methods``: Starlette adds HEAD to every GET route, and a
+    data route must never run for a method it does not name (405 with ``Allow`` instead)."""
+    route = Route(path, endpoint, methods=list(methods))
+    route.methods = set(methods)
+    return route
 
 
 def _fields(body: Any, what: str, allowed: set[str], required: tuple[str, ...]) -> dict[str, Any]:

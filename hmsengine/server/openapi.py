@@ -220,12 +220,15 @@ GENERIC_RESPONSE: Schema = {"type": "object"}
 _ERROR_STATUSES = {
     "400": "bad JSON, or an invalid X-HMS-Tenant header",
     "401": "missing, malformed or unknown API key (with --api-keys)",
-    "403": "the API key belongs to another tenant",
+    "403": "the API key belongs to another tenant, or the request came from a web origin the "
+           "server does not allow (forbidden_origin)",
     "404": "unknown id, or unknown operation",
     "405": "method not allowed on this path",
     "408": "the request body did not arrive in time",
     "409": "conflict with what the store holds",
     "413": "the body is larger than --max-body",
+    "415": "a POST or PUT body not sent as Content-Type: application/json",
+    "421": "the Host header names a host this server does not answer to (invalid_host)",
     "422": "invalid request: a field is missing, unknown, or out of its limits",
     "500": "internal error (fixed message; details in the server log)",
     "503": "the tenant's store is unavailable, or the server is shutting down",

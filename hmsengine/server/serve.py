@@ -14,8 +14,10 @@ queued writes and syncs), and the process exits 0. A write that was answered was
 its answer went out, so no acknowledged write is lost whatever the timing of the signal.
 
 Start-up checks everything it can before binding: the ``--memory-config`` and ``--api-keys``
-files are read and validated (a bad one stops the server with a message and exit code 2), and the
-root is created. Binding a non-loopback address without ``--api-keys`` prints a warning. Once
+files are read and validated (a bad one stops the server with a message and exit code 2), a
+``fileBase`` overlapping ``--root`` is refused (exit 2), ``--allow-host`` and ``--allow-origin``
+entries are checked, and the root is created. Binding a non-loopback address without
+``--api-keys`` prints a warning. Once
 bound, one line ``hms serve: listening on http://HOST:PORT`` goes to standard output (tests and
 scripts read the port from it when ``--port 0`` asked for any free one).
 """
@@ -40,7 +42,8 @@ from ..config import MemoryConfig
 from ..errors import HmsError, InvalidRequest
 from .app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, ServerApp
 from .auth import KeyRing
-from .tenants import DEFAULT_MAX_OPEN, TenantPool
+from .guard import RequestGuard, check_host_argument, check_origin_argument
+from .tenants import DEFAULT_MAX_OPEN, TenantPool, check_file_base
 
 logger = logging.getLogger("hmsengine.server")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
@@ -61,6 +64,13 @@ class ServeOptions:
     timeout: float = DEFAULT_BODY_TIMEOUT
     grace: float = DEFAULT_GRACE
     max_tenants: int = DEFAULT_MAX_OPEN
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+
+    def guard(self) -> RequestGuard:
+        """The Host and Origin allow-lists these options give (server/guard.py)."""
+        return RequestGuard.build(bind_host=self.host, allow_hosts=self.allow_hosts,
+                                  allow_origins=self.allow_origins)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tenants", type=int, default=DEFAULT_MAX_OPEN, metavar="N",
                         help="stores open at once; the least recently used idle one is closed "
                              "beyond it (default %(default)s)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="a host name clients may use in the Host header besides localhost, "
+                             "127.0.0.1, [::1] and --host (repeatable; any port)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a web origin (scheme://host[:port]) whose pages may call the API, "
+                             "with CORS answers (repeatable); every other Origin is refused")
 
 
 def _read_json(path: str, option: str) -> Any:
@@ -128,10 +144,18 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
     root = Path(args.root)
     if root.exists() and not root.is_dir():
         raise InvalidRequest(f"--root {root}: exists and is not a directory")
+    try:
+        check_file_base(root, config.file_base)
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"--memory-config {args.memory_config}: {exc.message}",
+                             hint=exc.hint) from None
+    hosts = tuple(check_host_argument(h, "--allow-host") for h in getattr(args, "allow_host", []))
+    origins = tuple(check_origin_argument(o) for o in getattr(args, "allow_origin", []))
     return ServeOptions(root=root, host=args.host, port=args.port, keys=keys, config=config,
                         embedding_dim=args.input_dim, max_body=args.max_body,
                         timeout=_positive(args.timeout, "--timeout"),
-                        grace=_positive(args.grace, "--grace"), max_tenants=args.max_tenants)
+                        grace=_positive(args.grace, "--grace"), max_tenants=args.max_tenants,
+                        allow_hosts=hosts, allow_origins=origins)
 
 
 def is_loopback(host: str) -> bool:
@@ -145,10 +169,15 @@ def is_loopback(host: str) -> bool:
 
 
 def exposure_warning(options: ServeOptions) -> str | None:
-    """The warning printed when a non-loopback address is bound without API keys."""
+    """The warning printed when a non-loopback address is bound without API keys, or a
+    wildcard address without any --allow-host (clients then reach it only by loopback names)."""
     if options.keys is None and not is_loopback(options.host):
         return (f"warning: binding {options.host} without --api-keys: anyone who can reach this "
                 "address can read and change every tenant's memory")
+    if options.host in ("0.0.0.0", "::") and not options.allow_hosts:
+        return (f"warning: binding {options.host} without --allow-host: requests are answered "
+                "only when their Host header is localhost, a loopback address or "
+                f"{options.host}; name the others with --allow-host NAME")
     return None
 
 
@@ -182,7 +211,7 @@ async def serve(options: ServeOptions, *, announce: Any = None) -> None:
                                    config=options.config,
                                    embedding_dim=options.embedding_dim) as pool:
             server = ServerApp(pool, keys=options.keys, max_body=options.max_body,
-                               body_timeout=options.timeout)
+                               body_timeout=options.timeout, guard=options.guard())
             http_scope = trio.CancelScope()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch, signals, shutdown, http_scope)

@@ -15,6 +15,12 @@ directory can be opened once at a time).
 
 Closing the pool closes every store after their in-flight writes are durable (``Engine.open``'s
 own guarantee); the server drains requests before that.
+
+File bases are per tenant: with ``fileBase`` set in the memory configuration, tenant ``T`` reads
+files only under ``<fileBase>/T`` (``file_base_of``), so no tenant can remember, hydrate or learn
+anything of another tenant's files. A file base that overlaps the root (one inside the other) is
+refused when the pool opens: no tenant may reach any store's files (the memory layer also refuses
+any path inside its own store, whatever the base).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import trio
 
 from ..config import MemoryConfig
 from ..engine import Engine
-from ..errors import EngineClosed, HmsError
+from ..errors import EngineClosed, HmsError, InvalidRequest
 from ..memory import Memory
 
 TENANT_HEADER = "x-hms-tenant"
@@ -58,6 +64,21 @@ def check_tenant(value: str | None) -> str:
         shown = value if len(value) <= 80 else value[:80] + "..."
         raise InvalidTenant(f"X-HMS-Tenant: {shown!r} is not a valid tenant name")
     return value
+
+
+def check_file_base(root: str | os.PathLike[str], base: str | None) -> None:
+    """Refuse (``InvalidRequest``) a file base that overlaps the root of the tenants' stores."""
+    if base is None:
+        return
+    root_real, base_real = os.path.realpath(root), os.path.realpath(base)
+    if _inside(base_real, root_real) or _inside(root_real, base_real):
+        raise InvalidRequest(
+            f"fileBase {base} overlaps the stores' root {os.fspath(root)}: tenants could read "
+            "store files through it", hint="keep the file base and --root in separate directories")
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 @attrs.define(eq=False)
@@ -96,6 +117,7 @@ class TenantPool:
         if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
             raise ValueError(f"max_open: expected a positive integer, got {max_open!r}")
         path = Path(root)
+        check_file_base(path, (config or MemoryConfig()).file_base)
         await trio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
         async with trio.open_nursery() as nursery:
             pool = TenantPool(path, nursery, max_open, config or MemoryConfig(), embedding_dim)
@@ -103,6 +125,23 @@ class TenantPool:
                 yield pool
             finally:
                 pool._close_all()
+
+    def file_base_of(self, name: str) -> str | None:
+        """Tenant ``name``'s own file base: ``<fileBase>/<name>``, or None without a base."""
+        base = self._config.file_base
+        return None if base is None else os.path.join(base, name)
+
+    def places(self, name: str) -> list[tuple[str, str]]:
+        """The server directories a message about tenant ``name`` may name, each with what it
+        is shown as instead (the HTTP layer writes paths relative to them)."""
+        out = []
+        for directory, shown in ((os.fspath(self._root / name), "<store>"),
+                                 (self.file_base_of(name), "<file base>"),
+                                 (os.fspath(self._root), "<root>")):
+            if directory is not None:
+                out.append((os.path.abspath(directory), shown))
+                out.append((os.path.realpath(directory), shown))
+        return out
 
     @property
     def open_tenants(self) -> list[str]:
@@ -169,7 +208,10 @@ class TenantPool:
         try:
             async with Engine.open(self._root / tenant.name,
                                    embedding_dim=self._embedding_dim) as engine:
-                tenant.memory = Memory(engine, self._config)
+                config = self._config
+                if config.file_base is not None:
+                    config = attrs.evolve(config, file_base=self.file_base_of(tenant.name))
+                tenant.memory = Memory(engine, config)
                 task_status.started()
                 started = True
                 await tenant.close_requested.wait()

@@ -112,7 +112,12 @@ def raw_http(url: str, request: bytes, *, timeout: float = 10.0
 
 def request_bytes(method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"",
                   *, close: bool = True) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1",
+    """The bytes of one request; a POST or PUT says Content-Type: application/json unless
+    ``headers`` name a Content-Type (or a Host) of their own."""
+    named = {k.lower() for k, _ in headers}
+    lines = [f"{method} {path} HTTP/1.1", *([] if "host" in named else ["Host: 127.0.0.1"]),
              *(["Connection: close"] if close else []),
+             *(["Content-Type: application/json"]
+               if method in ("POST", "PUT") and "content-type" not in named else []),
              f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in headers)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body

@@ -14,6 +14,7 @@ from serverproc import ServerProcess, address, raw_http, request_bytes
 MAX_BODY = 2048
 TIMEOUT = 1.0
 REMEMBER = "/api/v1/memory/remember"
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +34,14 @@ def _body(size: int) -> bytes:
 
 def test_body_at_the_limit_is_accepted(limited: ServerProcess) -> None:
     """A body of exactly --max-body bytes is read and served."""
-    r = httpx.post(limited.url + REMEMBER, content=_body(MAX_BODY))
+    r = httpx.post(limited.url + REMEMBER, headers=JSON, content=_body(MAX_BODY))
     assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize("size", [MAX_BODY + 1, 64 * 1024, 4 * 1024 * 1024])
 def test_whole_body_over_the_limit_is_413(limited: ServerProcess, size: int) -> None:
     """A body over --max-body sent with Content-Length is 413, the connection closed after."""
-    r = httpx.post(limited.url + REMEMBER, content=_body(size))
+    r = httpx.post(limited.url + REMEMBER, headers=JSON, content=_body(size))
     assert r.status_code == 413
     assert r.json()["error"]["code"] == "payload_too_large"
     assert r.headers["connection"] == "close"
@@ -54,7 +55,7 @@ def test_chunked_body_over_the_limit_is_413(limited: ServerProcess) -> None:
             yield b"b" * 256
         yield b'"}'
 
-    r = httpx.post(limited.url + REMEMBER, content=chunks())
+    r = httpx.post(limited.url + REMEMBER, headers=JSON, content=chunks())
     assert r.request.headers.get("transfer-encoding") == "chunked"
     assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
 
@@ -65,7 +66,7 @@ def test_chunked_body_under_the_limit_is_served(limited: ServerProcess) -> None:
         yield b'{"text": "chunked'
         yield b' body"}'
 
-    r = httpx.post(limited.url + REMEMBER, content=chunks())
+    r = httpx.post(limited.url + REMEMBER, headers=JSON, content=chunks())
     assert r.status_code == 200 and r.json()["created"] is True
 
 
@@ -108,8 +109,8 @@ def test_slow_headers_time_out(limited: ServerProcess) -> None:
 def test_slow_body_times_out(limited: ServerProcess) -> None:
     """A client that stops sending its body is answered 408 or disconnected after --timeout."""
     with socket.create_connection(address(limited.url)) as sock:
-        sock.sendall(b"POST /api/v1/memory/remember HTTP/1.1\r\nHost: x\r\n"
-                     b"Content-Length: 100\r\n\r\n{\"text\": ")
+        sock.sendall(b"POST /api/v1/memory/remember HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\": ")
         closed, received = _closed_within(sock, TIMEOUT + 4)
         assert closed
         assert received == b"" or b" 408 " in received.split(b"\r\n", 1)[0]
@@ -118,8 +119,8 @@ def test_slow_body_times_out(limited: ServerProcess) -> None:
 def test_trickling_body_times_out(limited: ServerProcess) -> None:
     """A body trickled a byte at a time, each in time, still ends at the whole-body limit."""
     with socket.create_connection(address(limited.url)) as sock:
-        sock.sendall(b"POST /api/v1/memory/remember HTTP/1.1\r\nHost: x\r\n"
-                     b"Content-Length: 1000\r\n\r\n")
+        sock.sendall(b"POST /api/v1/memory/remember HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
         started = time.monotonic()
         received = b""
         try:

@@ -134,7 +134,7 @@ def _error(response: httpx.Response) -> dict[str, str]:
 
 def test_transport_errors_are_json(server: ServerProcess) -> None:
     """Bad JSON is 400, a wrong method 405, an unknown route or operation 404: all JSON errors."""
-    with httpx.Client(base_url=server.url) as http:
+    with httpx.Client(base_url=server.url, headers={"Content-Type": "application/json"}) as http:
         r = http.post("/api/v1/memory/recall", content=b"{not json")
         assert r.status_code == 400 and _error(r)["code"] == "invalid_json"
         r = http.post("/api/v1/memory/recall", content=b'{"query": NaN}')

@@ -8,7 +8,7 @@
  * page), and, on `NetworkError`, `unavailable`, `timeout` and `aborted`.
  */
 /** Every error code the server documents, with the HTTP status it comes with. */
-export type ServerErrorCode = "invalid_tenant" | "invalid_json" | "client_disconnected" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "provenance_error" | "payload_too_large" | "invalid_request" | "internal" | "corrupt_store" | "wrong_key" | "incompatible_store" | "store_locked" | "engine_closed" | "durability_error" | "http_error";
+export type ServerErrorCode = "invalid_tenant" | "invalid_json" | "client_disconnected" | "unauthorized" | "forbidden" | "forbidden_origin" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "provenance_error" | "payload_too_large" | "unsupported_media_type" | "invalid_host" | "invalid_request" | "internal" | "corrupt_store" | "wrong_key" | "incompatible_store" | "store_locked" | "engine_closed" | "durability_error" | "http_error";
 /** The codes of a `NetworkError`: no answer came. */
 export type NetworkErrorCode = "unavailable" | "timeout" | "aborted";
 /** Every code a `MemoryError` may carry; a newer server may send codes not listed here. */

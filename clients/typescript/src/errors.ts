@@ -15,12 +15,15 @@ export type ServerErrorCode =
   | "client_disconnected" // 400: the connection went away during the body
   | "unauthorized" // 401: missing, malformed or unknown API key
   | "forbidden" // 403: the API key belongs to another tenant
+  | "forbidden_origin" // 403: sent from a web page whose origin the server does not allow
   | "not_found" // 404: unknown id, operation or route
   | "method_not_allowed" // 405
   | "request_timeout" // 408: the body did not arrive within the server's --timeout
   | "conflict" // 409: another payload under this id
   | "provenance_error" // 409: a file-backed fact no longer matches its file
   | "payload_too_large" // 413: the body is over the server's --max-body
+  | "unsupported_media_type" // 415: a body not sent as application/json (the client always is)
+  | "invalid_host" // 421: the Host header names a host the server does not answer to
   | "invalid_request" // 422: the message names the field
   | "internal" // 500: details in the server log
   | "corrupt_store" // 500

@@ -202,7 +202,8 @@ test("load, profile, applyForgetting and consolidate", async () => {
 
 test("rememberFile and hydrate: the bytes come back checked; a changed file is provenance_error", async () => {
   const m = memory("files");
-  const path = join(fileBase, "notes.txt");
+  mkdirSync(join(fileBase, "files"));  // each tenant reads files under <fileBase>/<tenant> only
+  const path = join(fileBase, "files", "notes.txt");
   writeFileSync(path, "line one\nline two\n");
   const result = await m.rememberFile(path, { byteRange: [9, 8], summary: "the second line" });
   const fact = await m.get(result.id);

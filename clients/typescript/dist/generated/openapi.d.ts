@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 9cf84b0bdc0d5e67dbedff519945b6c545fddb0eef4bbd61f281313783a177cd)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 4704645332869b9787086d9254c2ca87a3aed0ac4426dfe1edf46d792669d0c8)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -520,7 +520,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -567,6 +567,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -653,7 +671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -700,6 +718,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -782,7 +818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -829,6 +865,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -923,7 +977,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -970,6 +1024,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1066,7 +1138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1113,6 +1185,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1195,7 +1285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1242,6 +1332,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1326,7 +1434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1373,6 +1481,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1459,7 +1585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1506,6 +1632,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1593,7 +1737,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1640,6 +1784,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1722,7 +1884,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1769,6 +1931,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1864,7 +2044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1911,6 +2091,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1990,7 +2188,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2037,6 +2235,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2136,7 +2352,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2183,6 +2399,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2266,7 +2500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2313,6 +2547,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2394,7 +2646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2441,6 +2693,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2519,7 +2789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2566,6 +2836,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2648,7 +2936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2695,6 +2983,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2775,7 +3081,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2822,6 +3128,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2894,7 +3218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2941,6 +3265,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3013,7 +3355,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the API key belongs to another tenant */
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3060,6 +3402,24 @@ export interface operations {
             };
             /** @description the body is larger than --max-body */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
