@@ -5,7 +5,7 @@ implements, re-exported from the private modules. Nothing else lives here.
 """
 
 from .config import MemoryConfig
-from .engine import Document, Engine, Hit
+from .engine import CheckFinding, CheckReport, Document, Engine, Hit
 from .errors import (
     Conflict,
     CorruptStore,
@@ -36,6 +36,8 @@ from .portability.exchange import ImportReport
 from .portability.inspect import inspect_file
 
 __all__ = [
+    "CheckFinding",
+    "CheckReport",
     "Conflict",
     "CorruptStore",
     "Document",

@@ -3,8 +3,9 @@
 Commands: the memory ones (``remember``, ``recall``, ``explain``, ``history``, ``forget``,
 ``load``, ``compact``; in cli_memory.py), the file and portability ones (``remember-file``,
 ``hydrate``, ``inspect``, ``export``, ``import``, ``snapshot``, ``restore``; in cli_files.py),
-``get`` (a fact with its stamp), the document ones (``put``, ``delete``, ``stats``), ``demo``,
-``serve`` and ``mcp``; docs/cli.md documents each.
+``get`` (a fact with its stamp), the document ones (``put``, ``delete``, ``stats``), ``check``
+(reads a closed store without opening it), ``demo``, ``serve`` and ``mcp``; docs/cli.md
+documents each.
 
 ``main(argv=None) -> int`` is testable without a subprocess. Exit codes: 0 ok, 1 not found,
 2 bad input, 3 conflict, 4 store problem. Every error is printed with its code and hint; a
@@ -30,8 +31,9 @@ import attrs
 import trio
 
 from . import cli_files, cli_memory
-from .engine import Engine
-from .errors import Conflict, HmsError, InvalidRequest, NotFound
+from .engine import CheckReport, Engine
+from .engine.check import check_store
+from .errors import Conflict, HmsError, InvalidRequest, NotFound, WrongKey
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_STORE = 0, 1, 2, 3, 4
 
@@ -74,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help="delete a document")
     p.add_argument("id")
     sub.add_parser("stats", parents=[common], help="store statistics")
+    p = sub.add_parser("check", parents=[common],
+                       help="verify every checksum of a closed store; prove strings are absent")
+    p.add_argument("--absent", action="append", default=[], metavar="TEXT",
+                   help="a string that must occur in no file, decoded (repeatable)")
     cli_memory.add_parsers(sub, common)
     cli_files.add_parsers(sub, common)
     sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
@@ -206,6 +212,42 @@ def _inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check(args: argparse.Namespace) -> int:
+    """``hms check``: the store is read, never opened (so nothing is written to it). Exit 0 whole,
+    1 findings, 2 bad input (a wrong key, no store, an empty ``--absent``), 4 locked or unreadable."""
+    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    try:
+        report = check_store(store, key=_key(args), absent=args.absent)
+    except HmsError as exc:
+        code = _report(args, exc)
+        return EXIT_BAD_INPUT if isinstance(exc, WrongKey) else code
+    if getattr(args, "json", False):
+        print(json.dumps(attrs.asdict(report), ensure_ascii=False, sort_keys=True))
+    else:
+        print("\n".join(check_lines(store, report)))
+    return EXIT_OK if report.ok else EXIT_NOT_FOUND
+
+
+def check_lines(store: str, report: CheckReport) -> list[str]:
+    """The human output of ``hms check``."""
+    lines = [f"checked {store} ({report.generation or 'no live generation'}): {report.files} "
+             f"files, {report.frames} journal frames, {report.records} text records, "
+             f"{report.segments} index segments, {report.bytes} bytes"]
+    if report.absent:
+        lines.append(f"searched the decoded content for {len(report.absent)} string(s)")
+    lines.extend(f"note: {note}" for note in report.notes)
+    for f in report.findings:
+        at = "" if f.offset is None else f" @ {f.offset}"
+        kind = "" if f.absent is not None else \
+            f" [{'rebuildable' if f.rebuildable else 'not rebuildable'}]"
+        lines.append(f"{'FOUND' if f.absent is not None else 'DAMAGED'} {f.file}{at}: "
+                     f"{f.what}{kind}")
+    lines.append("whole: every checksum and authentication tag verified" + (
+        ", no --absent string found" if report.absent else "") if report.ok
+        else f"{len(report.findings)} finding(s)")
+    return lines
+
+
 def _report(args: argparse.Namespace, exc: HmsError) -> int:
     if getattr(args, "debug", False):
         traceback.print_exc()
@@ -227,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) and EXIT_BAD_INPUT
     if args.command == "inspect":
         return _inspect(args)
+    if args.command == "check":
+        return _check(args)
     if args.command == "demo":
         from .demo import main as demo_main
 

@@ -69,6 +69,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     scope.add_argument("--ingested-before", metavar="TIME")
     scope.add_argument("--event-before", metavar="TIME")
     scope.add_argument("--metadata", metavar="JSON", help="facts whose metadata has every key: value")
+    scope.add_argument("--source", metavar="PATH",
+                       help="everything derived from one source: a file (file-backed facts, "
+                            "the episodes `hms load` made of it and the facts drawn from them), "
+                            "a file:// URI or a loaded document's name")
     p.add_argument("--include-chain", action="store_true",
                    help="also forget what they supersede and what supersedes them")
     p.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
@@ -328,6 +332,8 @@ def _scope(args: argparse.Namespace) -> ForgetScope:
         return ForgetScope.ingested_before(parse_time(args.ingested_before, "ingested_before"))  # type: ignore[arg-type]
     if args.event_before is not None:
         return ForgetScope.event_before(parse_time(args.event_before, "event_before"))  # type: ignore[arg-type]
+    if args.source is not None:
+        return ForgetScope.source(args.source)
     return ForgetScope.metadata(_json_object(args.metadata, "metadata") or {})
 
 

@@ -2,8 +2,9 @@
 
 In a temporary directory: remember facts with valid times; supersede one; recall now and as of
 a past moment; explain why a fact came back and why another did not; load a Markdown document
-into episodes and facts (with a tiny rule-based extractor); forget with purge, then scan every
-byte of every file of the store (inside zstd frames too) for the forgotten text. A few seconds.
+into episodes and facts (with a tiny rule-based extractor); forget with purge, then check the
+store as ``hms check --absent`` does (every file read and decoded, every checksum verified) for the
+forgotten text. A few seconds.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import tempfile
 from datetime import UTC, datetime
 
 import trio
-import zstandard
 
 from . import Engine, ForgetScope, RememberInput
+from .engine.check import check_store
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 NOTES = """# Team notes, March 2025
 
@@ -51,29 +51,6 @@ def works_on(chunk: str, current: object) -> list[RememberInput]:
     return [RememberInput(text=f"{name} works on the {team} team", subject=f"{name.lower()}/team",
                           entities=(name.lower(),))
             for name, team in re.findall(r"\b([A-Z][a-z]+) works on the (\w+) team", chunk)]
-
-
-def scan_store(root: str, needle: bytes) -> tuple[int, list[str]]:
-    """Every file under ``root``, raw and inside every zstd frame: (files scanned, files holding
-    ``needle``)."""
-    scanned, holding = 0, []
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                data = f.read()
-            scanned += 1
-            views = [data]
-            pos = data.find(ZSTD_MAGIC)
-            while pos >= 0:
-                try:
-                    views.append(zstandard.ZstdDecompressor().decompressobj().decompress(data[pos:]))
-                except zstandard.ZstdError:
-                    pass
-                pos = data.find(ZSTD_MAGIC, pos + 1)
-            if any(needle in v for v in views):
-                holding.append(os.path.relpath(path, root))
-    return scanned, holding
 
 
 async def tour(path: str) -> bool:
@@ -127,20 +104,23 @@ async def tour(path: str) -> bool:
         hits = await memory.recall("who works on storage", k=1)
         say(f"   recall 'who works on storage' -> {hits[0].fact.text!r}" if hits else "   (no hit)")
 
-        say("\n6. Forget with purge: Bob's facts go, and no byte of their text stays on disk")
+        say("\n6. Forget with purge: Bob's facts go, and nothing derived from them stays on disk")
         await engine.sync()
-        _, before = scan_store(path, SECRET.encode())
+        before = sorted({f.file for f in (await engine.check(absent=[SECRET])).findings})
         say(f"   before: {SECRET!r} is in {len(before)} file(s) of the store: {', '.join(before)}")
         report = await memory.forget(ForgetScope.entity("bob"), purge=True)
         say(f"   forgot {', '.join(report.removed)}; the store was compacted with purge")
         left = await memory.recall("Bob locker code", k=3, history="all")
         say(f"   recall 'Bob locker code' now returns {len(left)} facts")
-    scanned, holding = scan_store(path, SECRET.encode())
-    _, holding_tea = scan_store(path, b"green tea")
-    clean = not holding and not holding_tea
-    say(f"   purge scan: {scanned} files scanned (zstd frames decompressed too): "
+    # What `hms check --absent` runs: every file read, every checksum verified, and the decoded
+    # (decompressed) content searched: the texts, and words only they had ("green" and "4417"
+    # are also how the index holds them; "locker" would be found in the tombstone's id).
+    checked = check_store(path, absent=[SECRET, "green tea", "green", "4417"])
+    clean = checked.ok
+    say(f"   hms check: {checked.files} files, {checked.bytes} bytes read and decoded, every "
+        "checksum verified: "
         + ("the forgotten text was found in NONE of them" if clean else
-           f"FOUND in {holding + holding_tea}"))
+           f"FOUND: {[(f.file, f.what) for f in checked.findings]}"))
     return clean
 
 

@@ -101,7 +101,8 @@ def _times(args: dict[str, Any], *names: str) -> dict[str, Any]:
     return out
 
 
-_SCOPES = ("ids", "subject", "entity", "namespace", "ingestedBefore", "eventBefore", "metadata")
+_SCOPES = ("ids", "subject", "entity", "namespace", "ingestedBefore", "eventBefore", "metadata",
+           "source")
 
 
 def _forget_body(args: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +169,8 @@ TOOLS: tuple[Tool, ...] = (
          "explain", lambda a: _times(a, "asOf", "knownAt")),
     Tool("forget",
          "Permanently remove facts from memory: give exactly one of `ids`, `subject`, `entity`, "
-         "`namespace`, `ingestedBefore`, `eventBefore` or `metadata`. Set `dryRun` to see "
-         "what would be removed first. Returns the ids removed.",
+         "`namespace`, `ingestedBefore`, `eventBefore`, `metadata` or `source`. Set `dryRun` "
+         "to see what would be removed first. Returns the ids removed.",
          _schema({"ids": {"type": "array", "items": {"type": "string"},
                           "description": "these facts"},
                   "subject": {"type": "string", "description": "every fact about this subject"},
@@ -179,6 +180,9 @@ TOOLS: tuple[Tool, ...] = (
                   "eventBefore": _time("facts that happened before this time"),
                   "metadata": {"type": "object", "minProperties": 1,
                                "description": "facts whose metadata has all these key: values"},
+                  "source": {"type": "string", "minLength": 1,
+                             "description": "everything that came from one document or file: "
+                                            "its path, file:// URI or loaded document name"},
                   "includeChain": {"type": "boolean",
                                    "description": "also remove older and newer versions"},
                   "dryRun": {"type": "boolean", "description": "only report, remove nothing"},

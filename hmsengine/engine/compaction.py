@@ -179,6 +179,9 @@ async def compact(core: StoreCore, indexer: Indexer, *, purge: bool) -> CompactR
     """The writer actor's compaction (see the module docstring for the steps and guarantees)."""
     directory = core.directory
     old = core.generation
+    # A plain compaction also erases the old generation while a purge is pending (tombstones
+    # written since it began: an interrupted purge's), rather than leave that purge undone.
+    purge = purge or core.purge_pending
     before = await trio.to_thread.run_sync(generation_bytes, directory, old)
     async with indexer.io_lock:
         name = await trio.to_thread.run_sync(next_generation, directory)

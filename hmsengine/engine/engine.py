@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -31,8 +31,10 @@ from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
 from . import readers
 from .actor import Background, ReplySlot, raise_single
+from .check import check_open
 from .compaction import CompactReport
 from .indexer import Indexer
+from .scrub import CheckReport
 from .store import StoreCore
 from .values import (
     MAX_TRANSACTION_DOCUMENTS,
@@ -284,6 +286,19 @@ class Engine:
             raise EngineClosed("the engine is closed") from None
         return await slot.wait()
 
+    async def check(self, *, absent: Sequence[str] = ()) -> CheckReport:
+        """Read every byte of the store and verify every checksum and authentication tag (the
+        journal from its first frame, every text record, the table snapshot, the index files);
+        search the decoded content for each ``absent`` string. A ``CheckReport``: ``ok``,
+        ``findings`` (file, offset, what, rebuildable), counts. Damage is reported, not raised.
+
+        Runs beside reads and writes: the scrub reads in worker threads, and holds the index
+        I/O lock (which a compaction waits for) for one segment read at a time. See
+        engine/check.py; ``hms check`` checks a closed store without opening it.
+        """
+        self._check_open()
+        return await check_open(self._core, self._indexer, absent)
+
     # -- reads -----------------------------------------------------------------------------
 
     async def get_document(self, id: str) -> Document | None:
@@ -413,6 +428,7 @@ class Engine:
             commits_in_caller=self._writer.commits_in_caller,
             tombstones=len(self._core.table.tombstones),
             table_snapshot_documents=self._core.snapshot_documents,
+            purge_pending=self._core.purge_pending,
         )
 
     def find_ids(self, *, metadata: dict[str, Any]) -> set[str]:

@@ -339,21 +339,43 @@ class Indexer:
         return out
 
     async def persist_into(self, generation: str) -> None:
-        """Write every current segment into ``generation`` (a compaction's new one)."""
+        """Write every current segment into ``generation`` (a compaction's new one), each with
+        only its live documents and their terms (``_file_segment``)."""
         if not self._persistent:
             return
-        segments = [v.segment for v in self.snapshot.segments]
-        self._pending_files = await trio.to_thread.run_sync(self._write_all, generation, segments)
+        views = list(self.snapshot.segments)
+        self._pending_files = await trio.to_thread.run_sync(self._write_all, generation, views)
 
-    def _write_all(self, generation: str, segments: list[Segment]) -> dict[Segment, str]:
+    def _file_segment(self, view: SegmentView) -> Segment | None:
+        """What a file may hold of ``view``: its live documents and only the terms they use
+        (term statistics recomputed), or None when none is live. Worker thread.
+
+        So an index file never carries a document that was dead when it was written, nor a term
+        only dead documents had: a compaction with purge writes the new generation's index from
+        the survivors alone, and no word of a purged document reaches it (docs/SECURITY.md).
+        """
+        segment = view.segment
+        if view.n_live == 0:
+            return None
+        if view.n_live == segment.n_docs and bool(segment.df.all()):
+            return segment
+        return merge_segments([segment], [view.live], dim=self.dim,
+                              embedding_dim=self._core.table.embedding_dim)
+
+    def _write_all(self, generation: str, views: list[SegmentView]) -> dict[Segment, str]:
         core = self._core
         folder = f"{generation}/{persist.INDEX_DIR}"
         core.directory.makedirs(folder)
         files: dict[Segment, str] = {}
-        for number, segment in enumerate(segments, start=1):
-            file = f"seg-{number:08d}.hsi"
-            core.directory.atomic_write(f"{folder}/{file}", persist.encode_segment(segment, core.codec, file))
-            files[segment] = file
+        for view in views:
+            written = self._file_segment(view)
+            if written is None:
+                continue
+            file = f"seg-{len(files) + 1:08d}.hsi"
+            core.directory.atomic_write(f"{folder}/{file}", persist.encode_segment(written, core.codec, file))
+            # Keyed by the in-memory segment: its live documents are the file's (documents that
+            # die later are dead in both, at open as now).
+            files[view.segment] = file
         persist.write_manifest(core.directory, generation, list(files.values()),
                                analyzer=self.analyzer.name, dim=self.dim)
         return files
@@ -364,19 +386,24 @@ class Indexer:
         self._file_counter = len(self._persisted)
         self._pending_files = {}
 
-    def _persist(self, segments: list[Segment]) -> None:
-        """Write the segments not yet on disk, then the manifest, then drop unlisted files."""
+    def _persist(self, views: list[SegmentView]) -> None:
+        """Write the segments not yet on disk (their live documents, ``_file_segment``), then
+        the manifest, then drop unlisted files."""
         core = self._core
         folder = f"{core.generation}/{persist.INDEX_DIR}"
         core.directory.makedirs(folder)
         files = []
-        for segment in segments:
+        for view in views:
+            segment = view.segment
             file = self._persisted.get(segment)
             if file is None:
+                written = self._file_segment(view)
+                if written is None:
+                    continue
                 self._file_counter += 1
                 file = f"seg-{self._file_counter:08d}.hsi"
                 core.directory.atomic_write(f"{folder}/{file}",
-                                            persist.encode_segment(segment, core.codec, file))
+                                            persist.encode_segment(written, core.codec, file))
                 self._persisted[segment] = file
             files.append(file)
         persist.write_manifest(core.directory, core.generation, files,
@@ -385,11 +412,11 @@ class Indexer:
         for name in core.directory.listdir(folder):
             if name not in listed:
                 core.directory.remove(f"{folder}/{name}")
-        live = set(segments)
+        live = {view.segment for view in views}
         self._persisted = {seg: f for seg, f in self._persisted.items() if seg in live}
 
     def _unpersisted_documents(self) -> int:
-        return sum(v.segment.n_docs for v in self.snapshot.segments if v.segment not in self._persisted)
+        return sum(v.n_live for v in self.snapshot.segments if v.segment not in self._persisted)
 
     async def persist_now(self) -> None:
         """Fold the tail and persist every segment (at close). Failures are not fatal: the
@@ -404,10 +431,10 @@ class Indexer:
         """Persist the current segments under the index I/O lock; a failure is counted, not
         raised (the index is derived: the next open re-indexes what is not on disk)."""
         async with self.io_lock:
-            segments = [v.segment for v in self.snapshot.segments]
+            views = list(self.snapshot.segments)
             try:
                 with map_errors("persisting the index"):
-                    await trio.to_thread.run_sync(self._persist, segments)
+                    await trio.to_thread.run_sync(self._persist, views)
             except HmsError:
                 self.persist_failures += 1
 

@@ -18,16 +18,26 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import attrs
+import numpy as np
 
 from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
 from ..storage import manifest, tablesnap
 from ..storage.codec import PLAIN, Codec
 from ..storage.directory import Directory, FileHandle, MemoryDirectory
-from ..storage.journal import KIND_CHECKPOINT, KIND_TRANSACTION, JournalFile, encode_frame
+from ..storage.journal import (
+    HEADER,
+    HEADER_SIZE,
+    KIND_BASE,
+    KIND_CHECKPOINT,
+    KIND_TRANSACTION,
+    MAGIC,
+    JournalFile,
+    encode_frame,
+)
 from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment, record_crc
-from .state import DocEntry, DocTable
+from .state import KEY_STRIDE, DocEntry, DocTable
 from .txn import (
     Checkpoint,
     StoredDelete,
@@ -103,6 +113,9 @@ class StoreCore:
         self.journal_label = f"{generation}/{manifest.JOURNAL_FILE}".encode()
         # Documents the last open took from the table snapshot (0: it replayed the whole journal).
         self.snapshot_documents = 0
+        # A tombstone was written since this generation began (so its journal may still hold
+        # what the tombstone replaced): set by the writer and at open, cleared by a compaction.
+        self.purge_pending = False
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -154,6 +167,7 @@ class StoreCore:
                 core = cls._open_generation(directory, fmt, generation, codec)
             try:
                 recover(core, progress=progress)
+                core.purge_pending = core.tombstones_since_base()
                 from .compaction import remove_generation, stray_generations
 
                 # Left by an interrupted compaction: erase them (they may hold purged text).
@@ -173,6 +187,23 @@ class StoreCore:
                          codec: Codec) -> StoreCore:
         journal, text = open_generation_files(directory, generation, codec)
         return cls(directory, fmt, generation, journal, text, codec)
+
+    def tombstones_since_base(self) -> bool:
+        """Whether a tombstone was written after this generation's base (the revision its
+        compaction started from, 0 for the first generation): every tombstone a compaction
+        carried has a revision at or below it, every later one above."""
+        base = 0
+        head = self.journal.read_at(0, HEADER_SIZE)
+        if len(head) == HEADER_SIZE and head[:4] == MAGIC:
+            _m, _v, kind, _f, sequence, _l, _c, _r, _h = HEADER.unpack(head)
+            base = sequence if kind == KIND_BASE else 0
+        tombstones = list(self.table.tombstones)
+        if not tombstones:
+            return False
+        # Keys, not entries: looking entries up would take them out of the table snapshot's
+        # columns (engine/state.py), which the index's vectorised adoption at open relies on.
+        keys = self.table.entries.keys_of(tombstones)
+        return bool(np.any(keys // KEY_STRIDE > base))
 
     # -- writing (worker thread) -----------------------------------------------------------
 
@@ -304,6 +335,7 @@ class StoreCore:
         self.text_synced = self.text.handle.size()
         self.zeroed_through = self.table.revision
         self.dirty = False
+        self.purge_pending = False  # the new journal's tombstones are all in its base frames
         old_journal.close()
         old_text.close()
 

@@ -103,6 +103,9 @@ class EngineStatistics:
     tombstones: int = 0  # purged ids remembered so no import brings them back (not in documents)
     table_snapshot_documents: int = 0  # taken from the table snapshot at open (0: full replay)
     commits_in_caller: int = 0  # batches of one write committed by its caller (none in flight)
+    # Tombstones written since the live generation began: the journal (and the text segment
+    # until its next sync) may still hold what they replaced, until a compact(purge=True).
+    purge_pending: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -42,7 +42,7 @@ from .indexer import Indexer
 from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
-from .values import Change, DeleteOp, DeleteResult, PutOp, PutResult
+from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult
 
 _log = logging.getLogger("hmsengine.writer")
 
@@ -426,6 +426,8 @@ class WriterActor:
                                                     op.embedding, txn.sequence,
                                                     doc_key(txn.sequence, position)))
                     self._unsynced_bytes += op.length
+                    if op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX):
+                        self._core.purge_pending = True
                 else:
                     old = table.delete(op.id)
                 if old is not None:

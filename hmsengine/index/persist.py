@@ -94,8 +94,9 @@ def encode_segment(segment: Segment, codec: Codec, name: str) -> bytes:
     return stored + prefix + struct.pack("<I", crc)
 
 
-def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
-    """Decode and verify a segment file; any damage raises :class:`CorruptStore`."""
+def decode_payload(data: bytes, codec: Codec, name: str, where: str) -> memoryview:
+    """The verified, decoded payload of a segment file named ``name`` (footer, checksum and,
+    encrypted, authentication checked); any damage raises :class:`CorruptStore`."""
     if len(data) < FOOTER_SIZE:
         raise CorruptStore("index segment shorter than its footer", file=where)
     footer = data[-FOOTER_SIZE:]
@@ -107,9 +108,20 @@ def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
     stored = data[:length]
     if zlib.crc32(stored) & 0xFFFFFFFF != crc:
         raise CorruptStore("index segment fails its checksum", file=where)
-    # Writable, so the arrays below view it in place (numba's kernels take writable arrays).
-    raw = codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0,
-                                max_size=derived_limit(len(stored)))
+    # Writable, so the arrays of decode_segment view it in place (numba's kernels take
+    # writable arrays).
+    return codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0,
+                                 max_size=derived_limit(len(stored)))
+
+
+def decode_segment(data: bytes, codec: Codec, name: str, where: str) -> Segment:
+    """Decode and verify a segment file; any damage raises :class:`CorruptStore`."""
+    return parse_segment(decode_payload(data, codec, name, where), where)
+
+
+def parse_segment(raw: memoryview, where: str) -> Segment:
+    """The segment a decoded payload describes (its arrays view ``raw``); a malformed payload
+    raises :class:`CorruptStore`."""
     try:
         (hlen,) = struct.unpack_from("<I", raw, 0)
         header = json.loads(bytes(raw[4:4 + hlen]))
@@ -151,21 +163,32 @@ def write_manifest(directory: Directory, generation: str, files: list[str], *, a
     directory.atomic_write(f"{generation}/{MANIFEST}", f"{body}\n{crc:08x}\n".encode())
 
 
+def parse_manifest(data: bytes, where: str) -> dict[str, Any]:
+    """The manifest's JSON object after its checksum; damage raises :class:`CorruptStore`."""
+    try:
+        body, crc = data.decode().split("\n")[:2]
+        if int(crc, 16) != zlib.crc32(body.encode()) & 0xFFFFFFFF:
+            raise CorruptStore("index manifest fails its checksum", file=where)
+        manifest = json.loads(body)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), list):
+            raise CorruptStore("index manifest lists no segments", file=where)
+        return manifest
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptStore(f"index manifest is malformed ({exc})", file=where) from exc
+
+
 def read_manifest(directory: Directory, generation: str, *, analyzer: str, dim: int) -> list[str]:
     """The listed segment files, or [] when there is no usable manifest (never an error)."""
     name = f"{generation}/{MANIFEST}"
     if not directory.exists(name):
         return []
     try:
-        body, crc = directory.read_bytes(name).decode().split("\n")[:2]
-        if int(crc, 16) != zlib.crc32(body.encode()) & 0xFFFFFFFF:
-            return []
-        manifest = json.loads(body)
+        manifest = parse_manifest(directory.read_bytes(name), directory.describe(name))
         if manifest.get("version") != VERSION or manifest.get("analyzer") != analyzer \
                 or manifest.get("dim") != dim:
             return []
         return [str(f) for f in manifest["segments"]]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
+    except (HmsError, ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
         return []
 
 

@@ -168,9 +168,27 @@ def _merge_postings(parts: Sequence[tuple[Postings, I64, I64]], n_columns: int,
                     values=val[order].astype(np.float32))
 
 
+def _without_empty_terms(vocab: dict[str, int], terms: Postings) -> tuple[dict[str, int], Postings]:
+    """The vocabulary and postings without the terms no kept document has.
+
+    A merge drops dead documents; the terms only they had must go too, or a persisted segment
+    would carry the words of deleted (and purged) documents forever (docs/SECURITY.md). Columns
+    are renumbered in their order, so the result is what a build of the survivors would number
+    in first-seen order (the postings themselves are untouched: an empty column holds none).
+    """
+    counts = np.diff(terms.offsets)
+    keep = counts > 0
+    if bool(keep.all()):
+        return vocab, terms
+    kept = dict(zip(itertools.compress(vocab, keep.tolist()), range(int(keep.sum())), strict=True))
+    offsets = np.concatenate([terms.offsets[:1], terms.offsets[1:][keep]])
+    return kept, Postings(offsets=offsets, doc_ids=terms.doc_ids, values=terms.values)
+
+
 def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int,
                    embedding_dim: int | None) -> Segment:
-    """One segment holding the live documents of ``segments``, ordered by document number.
+    """One segment holding the live documents of ``segments``, ordered by document number, and
+    only the terms they use (so term statistics and the vocabulary are those of the survivors).
 
     The inputs may interleave (segments rebuilt at open can overlap persisted ones): documents
     are placed by their global number, so the result is the same whatever the input order.
@@ -210,6 +228,7 @@ def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int
             rows.append(seg.embeddings[keep] if seg.embeddings is not None
                         else np.zeros((count, embedding_dim), dtype=np.float32))
     terms = _merge_postings(term_parts, len(vocab), in_order)
+    vocab, terms = _without_empty_terms(vocab, terms)
     n = len(ids)
     # The n-gram channel survives a merge only if every part had it built.
     ngrams = None

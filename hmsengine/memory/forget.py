@@ -14,7 +14,10 @@ that keeps imports and restores from bringing it back. Removal is one journal tr
 4,096 facts; a crash between them leaves a prefix
 removed and the same call finishes it. Before ``forget`` returns, the removed texts' records are
 zeroed and synced (``engine.sync``); with ``purge`` the store is then compacted and the replaced
-generation erased (``engine.compact(purge=True)``). Repeating a forget removes and writes nothing.
+generation erased (``engine.compact(purge=True)``). Repeating a forget removes and writes nothing,
+except that a repeated purge whose first run was interrupted before its compaction finished
+compacts (``EngineStatistics.purge_pending``), so no byte of what it removed stays in any file.
+Scopes are matched on the memory index; ``source`` is memory/sources.py.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..clock import to_ms
 from ..engine.values import check_text
 from ..errors import InvalidRequest
 from .index import MemoryIndex
+from .sources import match_source
 from .stamp import STAMP_KEY, Stamp
 from .values import ConsolidateReport, ForgetReport, ForgetScope, RememberInput
 
@@ -59,6 +63,8 @@ def _match(memory: Memory, scope: ForgetScope) -> set[str]:
         return {i for i, s in index.facts.items() if s.event_time is not None and s.event_time < t}
     if kind == "metadata":
         return memory.engine.find_ids(metadata=dict(value)) & set(index.facts)
+    if kind == "source":
+        return match_source(index, value, memory.config.file_base)
     raise InvalidRequest(f"scope: unknown kind {kind!r}")
 
 
@@ -117,7 +123,10 @@ async def forget(memory: Memory, scope: ForgetScope, *, include_chain: bool, dry
                                              deletes=[] if purge else chunk,
                                              tombstones=chunk if purge else [])
             await memory.engine.sync()
-    if removed and purge:
+    # A purge also runs when nothing is left to remove but the store still holds what an
+    # interrupted purge was erasing (tombstones written since the last compaction): repeating
+    # the forget after a crash finishes the erasure.
+    if purge and (removed or memory.engine.statistics().purge_pending):
         await memory.engine.compact(purge=True)
     return ForgetReport(removed=tuple(removed), relinked=tuple(sorted(relinks)), dry_run=False)
 

@@ -37,8 +37,10 @@ stay. An exception raised by the extractor itself propagates unchanged.
 
 ``capture(text, extractor=...)`` runs the same extraction on free text cut at blank lines into
 chunks of at most 2000 characters with no prefix (:func:`chunk_plain`), one transaction per chunk,
-no episodes. ``profile(namespace)`` renders the current facts, profiles and procedures as a
-prompt-ready block within a character budget; episodes stay out of both its lines and its counts.
+no episodes; with ``source`` (the document's path or name) each fact lists it last in its
+``sources``, so ``ForgetScope.source`` erases them with the document. ``profile(namespace)``
+renders the current facts, profiles and procedures as a prompt-ready block within a character
+budget; episodes stay out of both its lines and its counts.
 """
 
 from __future__ import annotations
@@ -265,9 +267,12 @@ async def load(memory: Memory, document: str, text: str, *, namespace: str = "de
 
 
 async def capture(memory: Memory, text: str, *, extractor: Extractor, namespace: str = "default",
-                  actor: str | None = None, observed_at: Time | None = None) -> list[str]:
+                  actor: str | None = None, observed_at: Time | None = None,
+                  source: str | None = None) -> list[str]:
     if not isinstance(text, str):
         raise InvalidRequest(f"text: expected a string, got {type(text).__name__}")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise InvalidRequest(f"source: expected None or a non-empty string, got {source!r}")
     extract = _extractor(extractor, required=True)
     assert extract is not None
     namespace = _namespace(namespace)
@@ -279,6 +284,9 @@ async def capture(memory: Memory, text: str, *, extractor: Extractor, namespace:
             returned = await _extract(memory, extract, chunk, namespace)
             inputs = [_inherit(f, i, namespace=namespace, actor=actor, observed_at=observed,
                                episode=None) for i, f in enumerate(returned)]
+            if source is not None:  # so ForgetScope.source(source) finds them (memory/sources.py)
+                inputs = [attrs.evolve(f, sources=tuple(dict.fromkeys((*f.sources, source))))
+                          for f in inputs]
             if inputs:
                 results = await memory.remember_many(inputs)
                 ids.update(dict.fromkeys(r.id for r in results))

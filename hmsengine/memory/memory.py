@@ -459,11 +459,14 @@ class Memory:
                                   actor=actor, observed_at=observed_at, chunk_chars=chunk_chars)
 
     async def capture(self, text: str, *, extractor: _loader.Extractor, namespace: str = "default",
-                      actor: str | None = None, observed_at: Time | None = None) -> list[str]:
+                      actor: str | None = None, observed_at: Time | None = None,
+                      source: str | None = None) -> list[str]:
         """Remember what ``extractor`` draws from free ``text`` (cut at blank lines into chunks of
-        at most 2000 characters, no prefix, no episodes); facts inherit ``observed_at``. The ids."""
+        at most 2000 characters, no prefix, no episodes); facts inherit ``observed_at``, and list
+        ``source`` (where the text came from) in their sources, so that
+        ``ForgetScope.source(source)`` forgets them. The ids."""
         return await _loader.capture(self, text, extractor=extractor, namespace=namespace,
-                                     actor=actor, observed_at=observed_at)
+                                     actor=actor, observed_at=observed_at, source=source)
 
     async def profile(self, namespace: str = "default", *, budget_chars: int = 4000) -> Profile:
         """The current facts, profiles and procedures of ``namespace`` as a prompt-ready block

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from ..errors import InvalidRequest
+from .sources import check_source
 
 Time = int | _dt.datetime
 
@@ -150,7 +151,8 @@ def recall_hit(fact: Fact, score: float, status: str) -> RecallHit:
     return hit
 
 
-SCOPE_KINDS = ("ids", "subject", "entity", "namespace", "ingested_before", "event_before", "metadata")
+SCOPE_KINDS = ("ids", "subject", "entity", "namespace", "ingested_before", "event_before", "metadata",
+               "source")
 
 
 @attrs.frozen(kw_only=True)
@@ -185,6 +187,13 @@ class ForgetScope:
     @classmethod
     def event_before(cls, t: Time) -> ForgetScope:
         return cls(kind="event_before", value=t)
+
+    @classmethod
+    def source(cls, path_or_uri: str) -> ForgetScope:
+        """Every fact derived from one source: a path or ``file://`` URI (file-backed facts, the
+        episodes ``hms load`` made of that file, facts listing it in ``sources``) or a
+        document name given to ``load``, and the facts drawn from those (memory/sources.py)."""
+        return cls(kind="source", value=check_source(path_or_uri))
 
     @classmethod
     def metadata(cls, match: Mapping[str, Any]) -> ForgetScope:

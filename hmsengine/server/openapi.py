@@ -81,7 +81,7 @@ _SCOPE: Schema = {
     "properties": {
         "ids": {"type": "array", "items": {},
                 "description": "ids to remove; what is not the id of a fact is ignored"},
-        "subject": LOOKUP, "entity": LOOKUP, "namespace": LOOKUP,
+        "subject": LOOKUP, "entity": LOOKUP, "namespace": LOOKUP, "source": LOOKUP,
         "ingestedBefore": TIME, "eventBefore": TIME,
         "metadata": {"type": "object", "minProperties": 1},
     },

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..errors import HmsError
+from ..errors import CorruptStore, HmsError
 from .codec import Codec, derived_limit
 
 FILE_NAME = "table.snap"
@@ -101,15 +101,23 @@ def decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapshot
         return None
 
 
-def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapshot | None:
+def decode_body(codec: Codec, label: bytes, data: bytes, where: str) -> bytes:
+    """The decoded body of a snapshot file (checksum verified, decrypted, decompressed); damage
+    raises :class:`CorruptStore` saying what is wrong (``hms check`` reports it)."""
     if len(data) < _PREFIX.size:
-        return None
+        raise CorruptStore("table snapshot shorter than its header", file=where)
     magic, flags, length, crc = _PREFIX.unpack_from(data, 0)
     stored = data[_PREFIX.size:]
-    if magic != MAGIC or len(stored) != length or zlib.crc32(stored) & 0xFFFFFFFF != crc:
-        return None
-    raw = codec.decode(flags, stored, aad=label, where=where, offset=0,
-                       max_size=derived_limit(len(stored)))
+    if magic != MAGIC:
+        raise CorruptStore("table snapshot has a bad magic", file=where)
+    if len(stored) != length or zlib.crc32(stored) & 0xFFFFFFFF != crc:
+        raise CorruptStore("table snapshot fails its checksum", file=where)
+    return codec.decode(flags, stored, aad=label, where=where, offset=0,
+                        max_size=derived_limit(len(stored)))
+
+
+def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapshot | None:
+    raw = decode_body(codec, label, data, where)
     (head_len,) = struct.unpack_from("<I", raw, 0)
     header: dict[str, Any] = json.loads(raw[4:4 + head_len])
     if header.get("version") != VERSION:
@@ -142,4 +150,4 @@ def _decode(codec: Codec, label: bytes, data: bytes, where: str) -> TableSnapsho
         ids=ids, metadata=metas, columns=columns.astype(np.int64), embeddings=embeddings)
 
 
-__all__ = ["FILE_NAME", "TableSnapshot", "decode", "encode", "journal_tail_digest"]
+__all__ = ["FILE_NAME", "TableSnapshot", "decode", "decode_body", "encode", "journal_tail_digest"]
