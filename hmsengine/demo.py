@@ -20,7 +20,6 @@ import trio
 from . import Engine, ForgetScope, RememberInput
 from .engine.check import check_store
 
-
 NOTES = """# Team notes, March 2025
 
 ## People

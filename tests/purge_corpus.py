@@ -167,16 +167,19 @@ async def scores_as_fresh(engine: Engine) -> None:
     order = [i for i, _ in engine.scan_metadata(commit_order=True) if i not in tombstones]
     docs = [d for d in await engine.get_documents(order) if d is not None]
     queries: list[tuple[str, Any]] = [("lives garden", None), ("tea river hill", None),
-                                      ("Bob Lisbon roses", None), ("garden", [0.5, 0.4, 0.3, 0.2])]
+                                      ("Bob Lisbon roses", None), ("garden", [0.5, 0.4, 0.3, 0.2]),
+                                      ("garden lives", "ngram")]
     async with Engine.open(None) as fresh:
         # One transaction: the documents keep their relative (commit) order, which is how
         # search breaks ties.
         await fresh.put_documents([
             {"id": doc.id, "text": doc.text, "metadata": doc.metadata,
              "embedding": list(doc.embedding) if doc.embedding else None} for doc in docs])
-        for query, vector in queries:
-            ours = [(h.id, h.score) for h in await engine.search_documents(
-                query, k=50, embedding=vector)]
-            theirs = [(h.id, h.score) for h in await fresh.search_documents(
-                query, k=50, embedding=vector)]
+        for query, extra in queries:
+            # "ngram": the hashed n-gram channel, which index segments then persist too.
+            options: dict[str, Any] = {"semantic": "ngram"} if extra == "ngram" else \
+                {"embedding": extra}
+            ours = [(h.id, h.score) for h in await engine.search_documents(query, k=50, **options)]
+            theirs = [(h.id, h.score) for h in await fresh.search_documents(query, k=50,
+                                                                             **options)]
             assert ours == theirs, (query, ours, theirs)

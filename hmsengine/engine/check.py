@@ -140,6 +140,13 @@ def check_store(path: str | os.PathLike[str], *, key: str | bytes | None = None,
         codec = _codec(directory, key)
         scrub = Scrub(directory, codec, absent=strings, sink=sink)
         generation = scrub.root()
+        if generation is None:  # CURRENT is damaged (a finding): verify the newest generation
+            numbered = sorted((n, name) for name in directory.listdir("")
+                              if (n := manifest.generation_number(name)) is not None)
+            if numbered:
+                generation = numbered[-1][1]
+                scrub.notes.append(f"CURRENT names no generation: verified {generation}, the "
+                                   "newest")
         if generation is not None:
             scrub.generation(generation)
         scrub.strays(generation)

@@ -273,7 +273,9 @@ class Engine:
         generation live, never neither. Readers keep working throughout; writes queue behind it.
         With ``purge``, the replaced generation is then overwritten with zeros, fsynced and
         unlinked, so no byte of a deleted document remains in any file of the store (the limits
-        no file API controls are in docs/SECURITY.md).
+        no file API controls are in docs/SECURITY.md). While a purge is pending (tombstones were
+        written since the last compaction: ``statistics().purge_pending``) every compaction
+        purges, so one that a crash interrupted is finished by the next.
         """
         if not isinstance(purge, bool):
             raise InvalidRequest(f"purge: expected a bool, got {type(purge).__name__}")

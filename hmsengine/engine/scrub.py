@@ -326,6 +326,7 @@ class Scrub:
         data = self.reader.read(name, 0, end)
         self.files += 1
         self.bytes += len(data)
+        self.content(name, 0, data)  # raw too (the payloads, decoded, follow frame by frame)
         refs: dict[str, Ref] = {}
         label = name.encode()
         pos = 0

@@ -14,28 +14,17 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
 import sys
-import time
 
 from hmsengine import Engine
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
+import purge_corpus as corpus  # noqa: E402
 from decoded import closed_views, containing, coverage, id_outside_tombstones  # noqa: E402
+from killing import run_and_kill  # noqa: E402
 from purge_child import written_text  # noqa: E402
-from purge_corpus import (  # noqa: E402
-    KEY,
-    Victim,
-    purge,
-    scores_as_fresh,
-    survivor_text,
-    unique_terms,
-    write_survivors,
-    write_victims,
-)
 
 KILLS = int(os.environ.get("HMS_PURGE_KILLS", "4"))
 FILLER = 600  # documents that make each purge's compaction take a while
@@ -43,7 +32,7 @@ FILLER = 600  # documents that make each purge's compaction take a while
 
 async def _prepare(root: str, folder: str, key: bytes | None) -> None:
     async with Engine.open(root, key=key, embedding_dim=4) as engine:
-        await write_survivors(engine, folder)
+        await corpus.write_survivors(engine, folder)
         await engine.put_documents([{"id": f"filler-{i}", "text": f"filler page {i} of the hill"}
                                     for i in range(FILLER)])
 
@@ -54,21 +43,13 @@ async def _one_run(root: str, folder: str, key: bytes | None, run: int,
     whether inside a compaction (two generations on disk)."""
     tag = f"k{run}"
     async with Engine.open(root, key=key) as engine:
-        victims = await write_victims(engine, folder, tag)
-        terms = {v.kind: unique_terms(engine, v, await survivor_text(engine, victims))
-                 for v in victims}
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "purge_child.py"), root, folder,
-                             tag, "encrypted" if key else "plain"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith(b"READY")
-        time.sleep(rng.uniform(0.0, 0.8))
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        out, err = proc.communicate()
-    assert proc.returncode == -signal.SIGKILL, err.decode(errors="replace")[-2000:]
+        victims = await corpus.write_victims(engine, folder, tag)
+        survivors = await corpus.survivor_text(engine, victims)
+        terms = {v.kind: corpus.unique_terms(engine, v, survivors) for v in victims}
+    out = run_and_kill([os.path.join(HERE, "purge_child.py"), root, folder, tag,
+                        "encrypted" if key else "plain"], rng.uniform(0.0, 0.8))
     mid_compaction = len([n for n in os.listdir(root) if n.startswith("gen-")]) > 1
-    lines = out.decode().splitlines()
+    lines = out.splitlines()
     acknowledged.update(line.split()[1] for line in lines if line.startswith("PUT "))
     started = [line.split()[1] for line in lines if line.startswith("PURGING ")]
     finished = {line.split()[1] for line in lines if line.startswith("PURGED ")}
@@ -84,8 +65,8 @@ async def _one_run(root: str, folder: str, key: bytes | None, run: int,
                     if d is None or d.text != written_text(i)]
             assert lost == [], lost
             for victim in batch:
-                await purge(engine, victim)  # the purge repeated
-            await scores_as_fresh(engine)
+                await corpus.purge(engine, victim)  # the purge repeated
+            await corpus.scores_as_fresh(engine)
         views, report = closed_views(root, key)
         coverage(report)
         for victim in victims:
@@ -94,8 +75,8 @@ async def _one_run(root: str, folder: str, key: bytes | None, run: int,
     return bool(interrupted), mid_compaction
 
 
-def _assert_gone(views: dict[str, list[bytes]], victim: Victim, terms: list[bytes], root: str,
-                 key: bytes | None, run: int) -> None:
+def _assert_gone(views: dict[str, list[bytes]], victim: corpus.Victim, terms: list[bytes],
+                 root: str, key: bytes | None, run: int) -> None:
     assert containing(views, list(victim.needles)) == {}, (run, victim.kind)
     assert containing(views, terms, fold=True) == {}, (run, victim.kind)
     for doc_id in victim.ids:
@@ -106,13 +87,13 @@ async def test_kill_during_purge_then_repeat(tmp_path):
     """KILLS random kills inside purges of every record kind, plain and encrypted; repeated
     purges leave 0 markers and lose no acknowledged write."""
     rng = random.Random(int(os.environ.get("HMS_CRASH_SEED", "20")))
-    stores = {None: str(tmp_path / "plain"), KEY: str(tmp_path / "encrypted")}
-    acknowledged: dict[bytes | None, set[str]] = {None: set(), KEY: set()}
+    stores = {None: str(tmp_path / "plain"), corpus.KEY: str(tmp_path / "encrypted")}
+    acknowledged: dict[bytes | None, set[str]] = {None: set(), corpus.KEY: set()}
     for key, root in stores.items():
         await _prepare(root, str(tmp_path), key)
     interrupted = compacting = 0
     for run in range(KILLS):
-        key = KEY if run % 2 else None
+        key = corpus.KEY if run % 2 else None
         inside, mid = await _one_run(stores[key], str(tmp_path), key, run, rng, acknowledged[key])
         interrupted += inside
         compacting += mid

@@ -9,8 +9,10 @@ a live check runs beside writers; bad input is a clear error.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 
 import pytest
 import trio
@@ -85,13 +87,24 @@ def _checkpoint_offset(root: str, generation: str) -> int:
     raise AssertionError("no checkpoint frame")
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[bytes | None, str]:
+    """One filled store per key, built once and copied by the tests that damage it."""
+    out = {}
+    for key in (None, KEY):
+        root = str(tmp_path_factory.mktemp("filled") / "s")
+        trio.run(functools.partial(_fill, root, key))
+        out[key] = root
+    return out
+
+
 @pytest.mark.parametrize("key", [None, KEY], ids=["plain", "encrypted"])
 @pytest.mark.parametrize("target", ["journal.log", "checkpoint", "documents.text", "table.snap",
                                     "index/seg", "index/MANIFEST", "CURRENT"])
-async def test_a_flipped_byte_in_the_middle_of_any_file_is_reported(tmp_path, key, target):
+def test_a_flipped_byte_in_the_middle_of_any_file_is_reported(tmp_path, filled, key, target):
     """A byte flipped in the middle of a file is a finding naming that file (and the CLI exits 1)."""
     root = str(tmp_path / "s")
-    await _fill(root, key)
+    shutil.copytree(filled[key], root)
     gen = "gen-00000001"
     names = {"index/seg": next(n for n in _files(root) if "/index/seg-" in n),
              "index/MANIFEST": f"{gen}/index/MANIFEST", "CURRENT": "CURRENT",
@@ -102,6 +115,8 @@ async def test_a_flipped_byte_in_the_middle_of_any_file_is_reported(tmp_path, ke
     report = check_store(root, key=key)
     assert not report.ok
     assert rel in {f.file for f in report.findings}, report.findings
+    # Everything else was verified (with CURRENT damaged, the newest generation).
+    assert report.generation == gen and report.frames > 10 and report.records > 90, report
     assert all(f.rebuildable == (target not in ("journal.log", "checkpoint", "CURRENT"))
                for f in report.findings if f.file == rel), report.findings
     if key is None:  # (a raw key cannot travel through --key-env; passphrases: below)
