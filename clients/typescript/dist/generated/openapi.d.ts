@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 4704645332869b9787086d9254c2ca87a3aed0ac4426dfe1edf46d792669d0c8)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 95554b32f1a34920691ed81547c8a30c067b4dd187b8788aac1380ef741513e7)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -1098,6 +1098,7 @@ export interface operations {
                         subject?: string;
                         entity?: string;
                         namespace?: string;
+                        source?: string;
                         /** @description milliseconds since the Unix epoch (UTC) */
                         ingestedBefore?: number;
                         /** @description milliseconds since the Unix epoch (UTC) */
