@@ -46,8 +46,14 @@ async def _one_run(root: str, folder: str, key: bytes | None, run: int,
         victims = await corpus.write_victims(engine, folder, tag)
         survivors = await corpus.survivor_text(engine, victims)
         terms = {v.kind: corpus.unique_terms(engine, v, survivors) for v in victims}
+    # Half the kills come at any moment of the child's work; the other half a few ms after one
+    # purge (of a random kind) began, so some land inside a purge however fast the disk is.
+    if run % 4 < 2:
+        delay, after = rng.uniform(0.0, 0.8), "READY"
+    else:
+        delay, after = rng.uniform(0.0, 0.03), f"PURGING {rng.choice(corpus.KINDS)}"
     out = run_and_kill([os.path.join(HERE, "purge_child.py"), root, folder, tag,
-                        "encrypted" if key else "plain"], rng.uniform(0.0, 0.8))
+                        "encrypted" if key else "plain"], delay, after=after)
     mid_compaction = len([n for n in os.listdir(root) if n.startswith("gen-")]) > 1
     lines = out.splitlines()
     acknowledged.update(line.split()[1] for line in lines if line.startswith("PUT "))
