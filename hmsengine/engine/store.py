@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
@@ -213,6 +213,16 @@ class StoreCore:
                 "the store refuses writes after an earlier write or fsync failed",
                 hint="reopen the store; writes acknowledged before the failure are intact",
             ) from self.broken
+
+    def write_settings(self, settings: dict[str, Any]) -> None:
+        """Replace the store's settings (``format.json``'s ``settings``, every section) with an
+        atomic write: after a crash the file holds the old or the new settings, never a mix.
+        Runs in a worker thread; a failure leaves the settings in memory unchanged."""
+        self._check_writable()
+        fmt = attrs.evolve(self.format, settings=settings)
+        with map_errors("writing the store settings", file=self.directory.describe(manifest.FORMAT_FILE)):
+            self.directory.atomic_write(manifest.FORMAT_FILE, fmt.to_json())
+        self.format = fmt
 
     def commit(self, batch: Sequence[PlannedTxn]) -> list[list[StoredOp]]:
         """Write a batch of transactions with one text write, one journal write and one fsync."""

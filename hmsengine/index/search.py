@@ -11,6 +11,12 @@ Fusion: with one signal a hit's score is that signal's score. With several, each
 ``depth`` documents form the candidates; each signal ranks the candidates it scores (lexical:
 those matching a query term; cosine: those with an embedding; n-gram: those sharing a bucket),
 rank counted from 1; ``score = sum(weight / (RRF_K + rank))``.
+
+Exact-term floor: semantic search tends to lose exact matches (names, ids, numbers) that BM25
+finds at once. When the lexical signal's best document holds a rare query term (one that at
+most ``rare_df(N)`` live documents hold) and BM25 scored it above zero, its fused score is
+raised, if needed, to just above the third-best fused score of the other candidates, so it is
+among the first three results whatever the other signals say. Nothing else moves.
 """
 
 from __future__ import annotations
@@ -37,6 +43,16 @@ from .snapshot import SegmentView, Snapshot
 
 RRF_K = 60
 FUSION_DEPTH = 100
+# The exact-term floor keeps the lexical best in the first FLOOR_RANK fused results when it holds
+# a query term at most rare_df(N) documents hold: one in a thousand, and never fewer than 2.
+FLOOR_RANK = 3
+RARE_SHARE = 0.001
+RARE_MIN_DF = 2
+
+
+def rare_df(n_docs: int) -> int:
+    """The largest document frequency of a term the exact-term floor counts as rare."""
+    return max(RARE_MIN_DF, int(n_docs * RARE_SHARE))
 # A candidate set this small (filtered searches) is scored document by document.
 SMALL_CANDIDATES = 2048
 
@@ -84,6 +100,7 @@ class Prepared:
     local_terms: list[np.ndarray]
     weights: np.ndarray | None
     work: int
+    idf: np.ndarray | None = None  # each query term's idf (weights without the multiplicity)
 
 
 # Per-snapshot memo of query terms (local ids per view, live df, postings, idf): repeated terms
@@ -131,6 +148,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
     memo = snap.memo("terms")
     rows = []
     idf_times_m = []
+    idfs: list[float] = []
     postings = []
     for term, m in q.terms:
         info = memo.get(term)
@@ -141,6 +159,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
         rows.append(info[0])
         postings.append(info[1])
         idf_times_m.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
+        idfs.append(info[2])
     views = snap.views
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k  # as in run()
@@ -163,7 +182,8 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
         # The filtered path scores only the candidates (a binary search per term and document).
         work = sum(int(c.size) for c in q.candidates.values()) * max(len(rows), 1) * 16
     weights = np.asarray(idf_times_m, dtype=np.float64) if rows else None
-    return Prepared(local_terms=local_terms, weights=weights, work=work)
+    return Prepared(local_terms=local_terms, weights=weights, work=work,
+                    idf=np.asarray(idfs, dtype=np.float64) if rows else None)
 
 
 def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
@@ -323,6 +343,7 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
         scored.sort(key=lambda sc: (-sc[0], sc[1]))
         for rank, (_, c) in enumerate(scored, start=1):
             total[c] += weight / (RRF_K + rank)
+    _exact_term_floor(snap, p, signals, total)
     order = sorted(candidates, key=lambda c: (-total[c], c))[: q.k]
     semantic_name = "cosine" if q.embedding is not None else "ngram"
     out = []
@@ -332,6 +353,34 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
         out.append(Scored(docnum=c, score=total[c], lexical=lex if q.terms else None,
                           semantic=sem if sem is not None else (0.0 if semantic_name in exact else None)))
     return out
+
+
+def _exact_term_floor(snap: Snapshot, p: Prepared,
+                      signals: list[tuple[str, float, np.ndarray, np.ndarray]],
+                      total: dict[int, float]) -> None:
+    """Raise the lexical best's fused score in ``total`` per the module docstring's floor."""
+    lexical = [(w, d) for name, w, _, d in signals if name == "lexical"]
+    if not lexical or lexical[0][0] <= 0 or lexical[0][1].size == 0 or p.weights is None \
+            or p.idf is None or len(total) <= FLOOR_RANK:
+        return
+    best = int(lexical[0][1][0])
+    others = sorted((score for c, score in total.items() if c != best), reverse=True)
+    bar = others[FLOOR_RANK - 1]
+    if total[best] > bar:
+        return
+    # The rare query terms are those whose idf is at least that of a term in rare_df(N) documents.
+    threshold = float(bm25_idf(np.asarray([rare_df(snap.n_live)], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
+    rare = np.where(p.idf >= threshold, p.weights, 0.0)  # the rare terms' BM25 weights only
+    if not rare.any():
+        return
+    i, local = snap.view_of(best)
+    view = snap.views[i]
+    seg = view.segment
+    score = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
+                            view.norms(snap.avgdl), p.local_terms[i], rare,
+                            np.asarray([local], dtype=np.int32))
+    if float(score[0]) > 0.0:
+        total[best] = float(np.nextafter(bar, np.inf))
 
 
 def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: list[int],

@@ -21,6 +21,7 @@ from ..config import MemoryConfig, parse_config
 from ..engine.engine import Engine
 from ..engine.values import Change, check_id
 from ..errors import Conflict, InvalidRequest, NotFound
+from . import embedding as _embedding
 from . import files as _files
 from . import forget as _forget
 from . import loader as _loader
@@ -179,17 +180,26 @@ _SHARED: weakref.WeakKeyDictionary[Engine, _Shared] = weakref.WeakKeyDictionary(
 
 
 class Memory:
-    """The memory API over ``engine``. ``config`` is a MemoryConfig or its camelCase JSON."""
+    """The memory API over ``engine``. ``config`` is a MemoryConfig or its camelCase JSON.
+
+    ``embedder``: None (default) for the store's own embedder: the one it records, or for a
+    new store the bundled default when the ``embed`` extra is installed (then recall is
+    hybrid); an embedder object or callable to use that one; ``False`` for lexical only.
+    See memory/embedding.py for the rules that keep one embedder's vectors per store.
+    """
 
     def __init__(self, engine: Engine, config: MemoryConfig | dict[str, Any] | None = None, *,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | bool | None = None) -> None:
         if not isinstance(engine, Engine):
             raise InvalidRequest(f"engine: expected an Engine, got {type(engine).__name__}")
+        if embedder is True:
+            raise InvalidRequest("embedder: expected None, False or an embedder, got True")
         self.engine = engine
         self.config = parse_config(config)
-        self.embedder = embedder
         self.observers: list[Observer] = []
         self._shared_state: _Shared | None = None
+        self.embedder, self.embedder_identity, self.embedder_problem = \
+            _embedding.resolve(self, embedder)
 
     @property
     def slot_policy(self) -> bool:
@@ -212,6 +222,8 @@ class Memory:
         return self._shared.index
 
     async def _embed(self, texts: list[str]) -> list[Any] | None:
+        if self.embedder_problem is not None:
+            raise self.embedder_problem
         if self.embedder is None:
             return None
         embed = getattr(self.embedder, "embed", None)
@@ -256,6 +268,7 @@ class Memory:
             raise InvalidRequest("inputs: must not be empty")
         items = [as_input(v, f"inputs[{i}].") for i, v in enumerate(inputs)]
         missing = [i for i, item in enumerate(items) if item.embedding is None]
+        await _embedding.before_write(self, embeds=self.embedder is not None or not missing)
         vectors = await self._embed([items[i].text for i in missing]) if missing else None
         by_index = dict(zip(missing, vectors, strict=True)) if vectors is not None else {}
         if files is not None and len(files) != len(items):
@@ -489,6 +502,22 @@ class Memory:
         """The recorded range of a file-backed fact, checked against its sha256
         (``ProvenanceError``: ``missing_file``, ``truncated`` or ``checksum_mismatch``)."""
         return await _files.hydrate(self, id)
+
+    async def embed_query(self, query: str) -> tuple[float, ...] | None:
+        """The vector recall gives search for ``query``: its embedding by this Memory's
+        embedder, or None without one. ``recall(q)`` ranks exactly like
+        ``engine.search_documents(q, embedding=await memory.embed_query(q))``."""
+        if not isinstance(query, str):
+            raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+        vectors = await self._embed([query])
+        return None if vectors is None else tuple(float(x) for x in vectors[0])
+
+    async def reembed(self, *, embedder: Embedder | None = None,
+                      progress: Callable[[int, int], Any] | None = None) -> int:
+        """Embed every document again with ``embedder`` (default: this Memory's, else the
+        bundled one) and record it as the store's (``hms reembed``); the number re-embedded.
+        See memory/embedding.py."""
+        return await _embedding.reembed(self, embedder, progress=progress)
 
     async def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
         """The JSON contract: one implementation of every operation (memory/jsonapi.py)."""

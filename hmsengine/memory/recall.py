@@ -152,7 +152,7 @@ def _multipliers(memory: Memory, doc_id: str, status: str, plan: _Plan) -> tuple
 
 
 async def _query_vector(memory: Memory, query: str, embedding: Any) -> Any:
-    if embedding is None and memory.embedder is not None:
+    if embedding is None and (memory.embedder is not None or memory.embedder_problem is not None):
         vectors = await memory._embed([query])
         return vectors[0] if vectors else None
     return embedding
@@ -178,7 +178,8 @@ def _default_k(memory: Memory, options: dict[str, Any]) -> int | None:
                 or options.get("history", "current") not in ("current", "all"):
             return None
     index = memory.index
-    if memory.embedder is not None or memory.config.recency.kind != "none" \
+    if memory.embedder is not None or memory.embedder_problem is not None \
+            or memory.config.recency.kind != "none" \
             or index.kind_counts.get("episode") or index.is_temporal(memory.slot_policy):
         return None
     return k

@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..config import DEFAULT_SEMANTIC_WEIGHT
 from ..engine.values import Document, Hit, PutResult, check_unicode
 from ..errors import (
     Conflict,
@@ -359,7 +360,7 @@ class ServerApp:
             ids=fields.pop("ids", None), metadata=fields.pop("metadata", None),
             semantic=fields.pop("semantic", None),
             lexical_weight=fields.pop("lexicalWeight", 1.0),
-            semantic_weight=fields.pop("semanticWeight", 1.0))
+            semantic_weight=fields.pop("semanticWeight", DEFAULT_SEMANTIC_WEIGHT))
         return {"items": to_json(hits)}
 
     async def document(self, memory: Memory, request: Request, body: Any) -> Any:

@@ -3,7 +3,8 @@
 A store directory looks like::
 
     LOCK                  the exclusive lock (flock), empty
-    format.json           what kind of store this is (written once, at creation)
+    format.json           what kind of store this is (created once; rewritten atomically
+                          only when the store's settings change)
     CURRENT               the name of the live generation and its checksum
     gen-00000001/         the live generation
         journal.log       the journal (storage/journal.py)
@@ -18,6 +19,10 @@ Compatibility rule: ``format.json`` carries ``version`` (the format the writer u
 A build whose ``FORMAT_VERSION`` is below ``min_reader_version`` refuses the store with
 :class:`IncompatibleStore` and changes nothing; a newer build opens every older store. A newer
 writer that only adds things an older reader can ignore keeps ``min_reader_version`` unchanged.
+
+The store's settings (``settings``: a JSON object of named sections, such as the memory layer's
+embedder identity) are such an addition: an older reader ignores the key and, since it never
+rewrites ``format.json``, keeps it; a reader keeps every section it does not know.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ class StoreFormat:
     created_ms: int
     store_id: str
     encryption: dict[str, Any] | None = None
+    # Named sections of store-level settings (see check_settings); {} when none was ever set.
+    settings: dict[str, Any] = attrs.field(factory=dict)
 
     def to_json(self) -> bytes:
         body = {
@@ -66,6 +73,8 @@ class StoreFormat:
             "store_id": self.store_id,
             "encryption": self.encryption,
         }
+        if self.settings:
+            body["settings"] = self.settings
         return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -94,9 +103,31 @@ class StoreFormat:
                 created_ms=int(body["created_ms"]),
                 store_id=str(body["store_id"]),
                 encryption=body.get("encryption"),
+                settings=check_settings(body.get("settings", {}), where=where),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptStore(f"format.json is missing or has a bad field ({exc})", file=where) from exc
+
+
+# The settings are small: a few named sections of plain JSON, not a place for data.
+MAX_SETTINGS_BYTES = 64 * 1024
+_SECTION_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def section_name(name: str) -> bool:
+    """Whether ``name`` may name a settings section."""
+    return bool(_SECTION_RE.match(name))
+
+
+def check_settings(value: Any, *, where: str) -> dict[str, Any]:
+    """``format.json``'s ``settings``: an object whose keys are section names (lowercase
+    letters, digits, ``_``) and whose values are JSON objects; damage is ``CorruptStore``."""
+    if not isinstance(value, dict):
+        raise CorruptStore("format.json: settings is not an object", file=where)
+    for name, section in value.items():
+        if not isinstance(name, str) or not _SECTION_RE.match(name) or not isinstance(section, dict):
+            raise CorruptStore(f"format.json: bad settings section {name!r}", file=where)
+    return value
 
 
 def generation_name(number: int) -> str:

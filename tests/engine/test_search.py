@@ -137,7 +137,8 @@ async def test_embedding_fusion_and_ngram():
         await engine.put_document("a", "red apples", embedding=[1.0, 0.0])
         await engine.put_document("b", "green apples", embedding=[0.0, 1.0])
         await engine.put_document("c", "bananas", embedding=[0.6, 0.8])
-        hits = await engine.search_documents("apples", embedding=[0.0, 1.0], k=3)
+        hits = await engine.search_documents("apples", embedding=[0.0, 1.0], k=3,
+                                             semantic_weight=1.0)
         assert hits[0].id == "b" and hits[0].semantic == pytest.approx(1.0)
         # b ties a lexically and ranks second there (ties by commit order), first by cosine.
         assert hits[0].score == pytest.approx(1 / 62 + 1 / 61)
