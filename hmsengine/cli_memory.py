@@ -22,7 +22,8 @@ from .memory.values import ForgetScope
 
 STATUS_STYLE = {"current": "green", "superseded": "yellow", "expired": "red",
                 "future": "cyan", "unknown": "magenta"}
-MEMORY_COMMANDS = ("remember", "recall", "explain", "history", "forget", "load", "compact")
+MEMORY_COMMANDS = ("remember", "recall", "explain", "history", "forget", "load", "compact",
+                   "reembed")
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -83,6 +84,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="load Markdown files (paths or globs) as episodes, one document each")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--namespace", default="default")
+
+    sub.add_parser("reembed", parents=[common],
+                   help="embed every fact again with the bundled embedder and record it as the "
+                        "store's (needs the 'embed' extra)")
 
     p = sub.add_parser("compact", parents=[common], help="rewrite the store's files compactly")
     p.add_argument("--purge", action="store_true",
@@ -247,6 +252,18 @@ async def run(engine: Engine, args: argparse.Namespace) -> None:
                       f"{report.bytes_after} bytes" + (" (purged)" if report.purged else ""))
         return
     memory = engine.memory()
+    if cmd == "reembed":
+        from .cli_files import progress_bar
+
+        with progress_bar(out, "re-embedding") as progress:
+            count = await memory.reembed(progress=progress)
+        identity = memory.embedder_identity or {}
+        if out.json:
+            out.emit({"reembedded": count, "embedder": identity})
+        else:
+            out.print(f"re-embedded {count} document(s) with {identity.get('model')} "
+                      f"(dim {identity.get('dim')})")
+        return
     if cmd == "remember":
         text = sys.stdin.read() if args.text == "-" else args.text
         result = await memory.remember(

@@ -20,10 +20,11 @@ from .results import Result, lookup, machine_line, memory_per_fact_series, wall_
 from .sections import SECTIONS, section_generic, section_memory_overhead, section_quality
 
 # The benchmarks `make bench` runs, in the report's order; any other results file comes after.
-ORDER = ("scale", "search", "quality", "ingest", "memory_overhead", "temporal", "purge", "load",
-         "server", "portability")
+ORDER = ("scale", "search", "quality", "hybrid_cost", "ingest", "memory_overhead", "temporal",
+         "purge", "load", "server", "portability")
 TITLES = {"scale": "Scale: 1k to 1M facts", "search": "Search quality and speed",
           "quality": "Retrieval quality per method", "ingest": "Durable ingest",
+          "hybrid_cost": "What hybrid recall costs",
           "memory_overhead": "Memory API overhead and memory per fact",
           "temporal": "Temporal correctness", "purge": "Delete, purge and encryption",
           "load": "Markdown chunking and loading", "server": "HTTP server",

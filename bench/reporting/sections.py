@@ -158,7 +158,20 @@ def section_search(res: Result) -> str:
 # -- quality ---------------------------------------------------------------------------------------
 
 
+def section_tables(res: Result) -> str:
+    """A results file's own ``tables`` ([{"title", "columns", "rows"}]), as they are."""
+    out = []
+    for t in res.get("tables") or []:
+        if isinstance(t, dict) and t.get("columns") and isinstance(t.get("rows"), list):
+            out.append(f"**{t.get('title', '')}**\n")
+            out.append(markdown_table([str(c) for c in t["columns"]],
+                                      [[str(c) for c in row] for row in t["rows"]]))
+    return "\n".join(out)
+
+
 def section_quality(res: Result, fallback: Result | None) -> str:
+    if res.get("tables"):
+        return section_tables(res) + "\n" + aims_table(res)
     methods = quality_methods(res)
     out = []
     source = res
