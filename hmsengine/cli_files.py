@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .engine import Engine
 from .errors import InvalidRequest
 from .portability.inspect import inspect_file
@@ -153,12 +155,18 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
             else:
                 report = await engine.restore(args.path, progress=progress,
                                               max_bytes=args.max_bytes)
+        # Facts that came without vectors get them from the embedder the store records, so a
+        # hybrid store stays whole; a lexical store is left as it is (hms reembed makes it hybrid).
+        with progress_bar(out, "embedding") as progress:
+            embedded = await engine.memory().embed_missing(progress=progress)
         if out.json:
-            out.emit(report)
+            out.emit({**attrs.asdict(report), "embedded": embedded})
         else:
             verb = "imported" if cmd == "import" else "restored"
             out.print(f"{verb} {report.added}, skipped {report.skipped} already stored, "
                       f"{report.tombstones} tombstone(s) ({report.purged} purged)")
+            if embedded:
+                out.print(f"embedded {embedded} fact(s) that came without a vector")
             if report.refused:
                 out.print(f"[yellow]refused {len(report.refused)} purged id(s)[/]: "
                           + ", ".join(report.refused[:10]))

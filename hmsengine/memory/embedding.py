@@ -131,6 +131,40 @@ async def before_write(memory: Memory, embeds: bool) -> None:
                  "pass the fact's embedding")
 
 
+async def embed_missing(memory: Memory, *,
+                        progress: Callable[[int, int], Any] | None = None) -> int:
+    """Embed the documents that have no vector with the embedder the store records (what an
+    import of an export without vectors leaves); the number embedded. Nothing when the store
+    records no embedder (it is lexical: ``reembed`` makes it hybrid)."""
+    if memory.engine.settings.get(SECTION) is None or memory.embedder is None:
+        return 0
+    if memory.embedder_problem is not None:
+        raise memory.embedder_problem
+    return await _embed_documents(memory, progress, missing_only=True)
+
+
+async def _embed_documents(memory: Memory, progress: Callable[[int, int], Any] | None, *,
+                           missing_only: bool) -> int:
+    """Re-write the store's documents (those without a vector, with ``missing_only``) with
+    ``memory``'s vectors, in batches under the memory write lock; the number written."""
+    engine = memory.engine
+    ids = [doc_id for doc_id, _ in engine.scan_metadata(commit_order=True)]
+    done = 0
+    for start in range(0, len(ids), BATCH):
+        async with memory._shared.lock:
+            docs = [d for d in await engine.get_documents(ids[start:start + BATCH])
+                    if d is not None and not (missing_only and d.embedding is not None)]
+            vectors = await memory._embed([d.text for d in docs]) if docs else []
+            if docs:
+                await engine.put_documents([
+                    {"id": d.id, "text": d.text, "metadata": d.metadata, "embedding": v}
+                    for d, v in zip(docs, vectors or [], strict=True)])
+        done += len(docs)
+        if progress is not None:
+            progress(min(start + BATCH, len(ids)), len(ids))
+    return done
+
+
 async def reembed(memory: Memory, embedder: Any = None, *,
                   progress: Callable[[int, int], Any] | None = None) -> int:
     """Embed every document of the store again with ``embedder`` (default: ``memory``'s own
@@ -164,18 +198,6 @@ async def reembed(memory: Memory, embedder: Any = None, *,
                  "that embedder")
     await engine.update_settings(SECTION, {**identity, "state": "reembedding"})
     memory.embedder_problem = None  # this Memory's embedder is now the one recorded
-    ids = [doc_id for doc_id, _ in engine.scan_metadata(commit_order=True)]
-    done = 0
-    for start in range(0, len(ids), BATCH):
-        async with memory._shared.lock:
-            docs = [d for d in await engine.get_documents(ids[start:start + BATCH]) if d is not None]
-            vectors = await memory._embed([d.text for d in docs]) if docs else []
-            if docs:
-                await engine.put_documents([
-                    {"id": d.id, "text": d.text, "metadata": d.metadata, "embedding": v}
-                    for d, v in zip(docs, vectors or [], strict=True)])
-        done += len(docs)
-        if progress is not None:
-            progress(min(start + BATCH, len(ids)), len(ids))
+    done = await _embed_documents(memory, progress, missing_only=False)
     await engine.update_settings(SECTION, {**identity, "state": "ready"})
     return done

