@@ -57,6 +57,9 @@ async def tour(path: str) -> bool:
         memory = engine.memory()
 
         say(f"1. Remember facts, each with the time it became true  (store: {path})")
+        identity = memory.embedder_identity
+        say("   recall is " + (f"hybrid: BM25 fused with {identity['model']} cosine (offline)"
+                               if identity else "lexical: BM25 (no embedder installed)"))
         await memory.remember("Alice lives in Paris", id="alice-paris", subject="alice/city",
                               entities=("alice",), valid_from=ms(2019, 3, 1))
         await memory.remember(SECRET, id="bob-locker", subject="bob/locker", entities=("bob",),
