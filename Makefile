@@ -50,7 +50,7 @@ client-types: $(STAMP_TEST)
 
 # Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 40 minutes
 # on 2 cores).
-BENCHES := ingest search purge memory_overhead load server quality temporal portability scale
+BENCHES := ingest search purge memory_overhead load server quality hybrid_cost temporal portability scale
 
 bench: $(STAMP_BENCH)
 	@failed=""; for b in $(BENCHES); do echo "== bench/$$b.py"; \

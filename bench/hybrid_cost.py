@@ -8,7 +8,8 @@ embedder, the query embedding's share reported apart, and ingest with embeddings
   so its cost is that of real ones, and embedding 100k facts for real would take most of an hour
   here (see the ingest figure). Reported: p50 and p90 of ``memory.recall(q)`` (query embedding
   included), of ``embedder.embed([q])`` alone, and of the fused search alone
-  (``search_documents(q, embedding=v)``).
+  (``search_documents(q, embedding=v)``), in wall time and in CPU time of the process (on a
+  shared, busy machine the CPU time is the steadier figure of what one query costs).
 - Ingest: ``remember_many`` in batches of 256 of ``--ingest`` facts whose texts the bundled
   embedder embeds (batched inside), facts/s end to end, and the embedder's own texts/s.
 
@@ -69,22 +70,28 @@ async def measure_recall(turns: list[str], questions: list[str], n: int, queries
         sample = questions[:queries]
         for q in sample[:20]:  # warm the kernels and the model
             await memory.recall(q)
-        recall_s, embed_s, search_s = [], [], []
+        recall_s, embed_s, search_s, recall_cpu, embed_cpu, search_cpu = [], [], [], [], [], []
+        clock = time.process_time  # CPU seconds of the whole process (the model's thread too)
         for q in sample:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), clock()
             await memory.recall(q)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), clock()
             v = embedder.embed([q])[0]
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), clock()
             await engine.search_documents(q, k=10, embedding=v)
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), clock()
             recall_s.append(t1 - t0)
             embed_s.append(t2 - t1)
             search_s.append(t3 - t2)
+            recall_cpu.append(c1 - c0)
+            embed_cpu.append(c2 - c1)
+            search_cpu.append(c3 - c2)
     return {"facts": n, "queries": len(sample), "build_seconds": build_s,
             "recall_ms_p50": pct(recall_s, 50), "recall_ms_p90": pct(recall_s, 90),
             "query_embedding_ms_p50": pct(embed_s, 50), "query_embedding_ms_p90": pct(embed_s, 90),
             "fused_search_ms_p50": pct(search_s, 50), "fused_search_ms_p90": pct(search_s, 90),
+            "recall_cpu_ms_p50": pct(recall_cpu, 50), "query_embedding_cpu_ms_p50": pct(embed_cpu, 50),
+            "fused_search_cpu_ms_p50": pct(search_cpu, 50),
             "load_average_after": load_average()}
 
 
@@ -121,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     turns, questions = corpus()
     recall = trio.run(measure_recall, turns, questions, facts, queries)
     print(f"recall over {facts} facts: p50 {recall['recall_ms_p50']:.2f} ms (query embedding "
-          f"{recall['query_embedding_ms_p50']:.2f} ms, fused search {recall['fused_search_ms_p50']:.2f} ms)")
+          f"{recall['query_embedding_ms_p50']:.2f} ms, fused search {recall['fused_search_ms_p50']:.2f} ms);"
+          f" CPU p50 {recall['recall_cpu_ms_p50']:.2f} ms (embedding "
+          f"{recall['query_embedding_cpu_ms_p50']:.2f}, search {recall['fused_search_cpu_ms_p50']:.2f})")
     ingested = trio.run(measure_ingest, turns, ingest)
     print(f"ingest with embeddings: {ingested['facts_per_s']:.0f} facts/s (the embedder alone "
           f"{ingested['embedder_texts_per_s']:.0f} texts/s, {ingested['embedder_texts_per_cpu_s']:.0f} "
