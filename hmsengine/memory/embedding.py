@@ -26,6 +26,8 @@ raises ``InvalidRequest`` saying which embedder the store records and what to do
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -105,9 +107,23 @@ def resolve(memory: Memory, embedder: Any) -> Resolved:
         return None, None, None
     try:
         found = bundled_embedder(DEFAULT_MODEL)
-    except ImportError:
-        return None, None, None  # the embed extra is not installed: lexical, as before
+    except ImportError as exc:  # the embed extra is not installed: lexical, as before
+        _note_lexical(exc)
+        return None, None, None
     return found, identity_of(found), None
+
+
+_noted: list[str] = []
+
+
+def _note_lexical(exc: ImportError) -> None:
+    """Say once per process why new stores are lexical, when part of the extra is there (a
+    missing tokenizer file is easy to miss); nothing when none of it is installed."""
+    if _noted or importlib.util.find_spec("onnxruntime") is None:
+        return
+    _noted.append(str(exc))
+    logging.getLogger("hmsengine").warning("recall is lexical: the bundled embedder cannot load (%s)",
+                                           exc)
 
 
 async def before_write(memory: Memory, embeds: bool) -> None:
