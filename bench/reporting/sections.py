@@ -158,6 +158,12 @@ def section_search(res: Result) -> str:
 # -- quality ---------------------------------------------------------------------------------------
 
 
+def section_notes(res: Result) -> str:
+    """A results file's ``notes`` (a list of sentences) as a bullet list."""
+    notes = [n for n in res.get("notes") or [] if isinstance(n, str)]
+    return ("\n".join(f"- {n}" for n in notes) + "\n") if notes else ""
+
+
 def section_tables(res: Result) -> str:
     """A results file's own ``tables`` ([{"title", "columns", "rows"}]), as they are."""
     out = []
@@ -171,7 +177,7 @@ def section_tables(res: Result) -> str:
 
 def section_quality(res: Result, fallback: Result | None) -> str:
     if res.get("tables"):
-        return section_tables(res) + "\n" + aims_table(res)
+        return section_tables(res) + "\n" + aims_table(res) + "\n" + section_notes(res)
     methods = quality_methods(res)
     out = []
     source = res
@@ -371,6 +377,7 @@ def section_generic(res: Result) -> str:
             walk(res[key], key, 0)
     out = [markdown_table(["figure", "value"], rows)] if rows else []
     out.append("\n" + aims_table(res))
+    out.append("\n" + section_notes(res))
     return "\n".join(out)
 
 
