@@ -30,8 +30,7 @@ from ..index.analyzer import get_analyzer
 from ..kernels.jit import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
-from ..storage.manifest import MAX_SETTINGS_BYTES
-from ..storage.manifest import section_name as manifest_section
+from ..storage.manifest import updated_settings
 from . import readers
 from .actor import Background, ReplySlot, raise_single
 from .check import check_open
@@ -429,23 +428,9 @@ class Engine:
         (``None``); the other sections are kept. Durable when it returns (an atomic rewrite of
         ``format.json``, fsynced); concurrent updates apply one after the other."""
         self._check_open()
-        if not isinstance(section, str) or not manifest_section(section):
-            raise InvalidRequest(f"section: expected a name of lowercase letters, digits and _, "
-                                 f"got {section!r}")
-        if value is not None and not isinstance(value, dict):
-            raise InvalidRequest(f"value: expected a JSON object or None, got {type(value).__name__}")
-        try:
-            encoded = json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidRequest(f"value: not plain JSON ({exc})") from None
+        check = updated_settings({}, section, value)  # refuses bad input before the lock
         async with self._settings_lock:
-            settings = self.settings
-            if value is None:
-                settings.pop(section, None)
-            else:
-                settings[section] = json.loads(encoded)
-            if len(json.dumps(settings)) > MAX_SETTINGS_BYTES:
-                raise InvalidRequest(f"settings: more than {MAX_SETTINGS_BYTES} bytes as JSON")
+            settings = updated_settings(self.settings, section, check.get(section))
             await trio.to_thread.run_sync(self._core.write_settings, settings)
 
     @property

@@ -114,9 +114,27 @@ MAX_SETTINGS_BYTES = 64 * 1024
 _SECTION_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
-def section_name(name: str) -> bool:
-    """Whether ``name`` may name a settings section."""
-    return bool(_SECTION_RE.match(name))
+def updated_settings(settings: dict[str, Any], section: Any, value: Any) -> dict[str, Any]:
+    """``settings`` with ``section`` set to a copy of the JSON object ``value`` (or removed, for
+    None); ``InvalidRequest`` for a bad section name, a value that is not a plain JSON object,
+    or a result over ``MAX_SETTINGS_BYTES``."""
+    if not isinstance(section, str) or not _SECTION_RE.match(section):
+        raise InvalidRequest(f"section: expected 1-64 lowercase letters, digits and _ (a letter "
+                             f"first), got {section!r}")
+    if value is not None and not isinstance(value, dict):
+        raise InvalidRequest(f"value: expected a JSON object or None, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"value: not plain JSON ({exc})") from None
+    out = dict(settings)
+    if value is None:
+        out.pop(section, None)
+    else:
+        out[section] = json.loads(encoded)
+    if len(json.dumps(out)) > MAX_SETTINGS_BYTES:
+        raise InvalidRequest(f"settings: more than {MAX_SETTINGS_BYTES} bytes as JSON")
+    return out
 
 
 def check_settings(value: Any, *, where: str) -> dict[str, Any]:
