@@ -10,6 +10,11 @@
 #    tests/server/test_typescript_client.py checks openapi.json against the server either way.)
 set -u
 cd "${0%/*}/.." || exit 1
+# The client's tests check the wire, not ranking: their `hms serve` keeps new stores lexical,
+# as the Python suite does (tests/conftest.py). With the bundled embedder a recall also returns
+# facts that share no word with the query (their cosine ranks them), and a fact's frame carries
+# its vector, so it is compressed in the journal, where these tests' raw scan cannot see text.
+export HMS_EMBEDDER="${HMS_EMBEDDER:-none}"
 
 if ! command -v node >/dev/null 2>&1; then
   echo "make test: SKIPPED the TypeScript client's tests (clients/typescript): node is not installed (Node >= 20)"
