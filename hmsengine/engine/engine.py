@@ -27,7 +27,7 @@ from ..clock import checked_clock
 from ..config import DEFAULT_SEMANTIC_WEIGHT
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
 from ..index.analyzer import get_analyzer
-from ..kernels.jit import warm_up
+from ..kernels.warmup import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
 from ..storage.manifest import updated_settings
