@@ -36,6 +36,7 @@ from .actor import Background, ReplySlot, raise_single
 from .check import check_open
 from .compaction import CompactReport
 from .indexer import Indexer
+from .opening import open_store
 from .scrub import CheckReport
 from .store import StoreCore
 from .values import (
@@ -585,8 +586,8 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     warming = Background(warm_up, "hmsengine-warm-up")
     try:
         core = await trio.to_thread.run_sync(
-            lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
-                                   embedding_dim=embedding_dim, now_ms=now, key=key)
+            lambda: open_store(directory, analyzer=analyzer, dim=dim,
+                              embedding_dim=embedding_dim, now_ms=now, key=key)
         )
     finally:
         await trio.to_thread.run_sync(warming.join)
