@@ -37,8 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..config import DEFAULT_SEMANTIC_WEIGHT
-from ..engine.values import Document, Hit, PutResult, check_unicode
+from ..engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult, check_unicode
 from ..errors import (
     Conflict,
     CorruptStore,

@@ -36,10 +36,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from ..config import MemoryConfig
-from ..engine import Engine
 from ..errors import EngineClosed, HmsError, InvalidRequest
+from ..facade import Engine
 from ..memory import Memory
+from ..memory.config import MemoryConfig
 
 TENANT_HEADER = "x-hms-tenant"
 DEFAULT_TENANT = "default"
