@@ -14,11 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from .errors import InvalidRequest
 from .facade import Engine
 from .memory import ForgetScope, Memory
+from .wire import PLAIN
 
 STATUS_STYLE = {"current": "green", "superseded": "yellow", "expired": "red",
                 "future": "cyan", "unknown": "magenta"}
@@ -130,15 +129,9 @@ def _json_object(value: str | None, field: str) -> dict[str, Any] | None:
 
 
 def to_jsonable(value: Any) -> Any:
-    if attrs.has(type(value)):
-        return to_jsonable(attrs.asdict(value, recurse=False))
-    if isinstance(value, dict):
-        return {k: to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return value.tolist()
-    return value
+    """The ``--json`` form of a value: ``wire.PLAIN`` (the JSON contract's converter with the
+    attribute names as they are)."""
+    return PLAIN.unstructure(value)
 
 
 def fact_text(fact: Any) -> str:

@@ -9,7 +9,6 @@ values; a list result is wrapped as ``{"items": [...]}``. ``get`` of an unknown 
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -17,29 +16,10 @@ import attrs
 
 from ..engine import check_unicode
 from ..errors import InvalidRequest, NotFound
+from ..wire import camel, snake, to_json
 from . import files, forget, loader, recall, remember
 from .core import MemoryCore
 from .values import SCOPE_KINDS, ForgetScope, RememberInput
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-def to_json(value: Any) -> Any:
-    """The camelCase JSON form of a value (attrs classes, tuples, dicts)."""
-    if attrs.has(type(value)):
-        return {camel(f.name): to_json(getattr(value, f.name)) for f in attrs.fields(type(value))}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
 
 
 def _fields(body: object, op: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
