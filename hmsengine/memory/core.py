@@ -24,8 +24,8 @@ from ..errors import InvalidRequest, NotFound
 from .config import MemoryConfig
 from .facts import FactCache, with_own_metadata
 from .index import MemoryIndex
-from .stamp import Stamp, file_ref, plain_stamp, user_metadata
-from .values import Fact
+from .stamp import Stamp, plain_stamp, user_metadata
+from .values import Fact, file_ref
 
 # A callable (plain or async) from texts to vectors, or an object with ``embed(texts)`` and
 # ``dim`` such as hmsengine.embedders.MiniLMEmbedder.

@@ -28,8 +28,8 @@ from ..errors import Conflict, InvalidRequest
 from . import embedding
 from .core import MemoryCore
 from .inputs import PreparedFact, as_input, prepare
-from .stamp import Stamp, stamp_file, stored_digest
-from .values import FileRef, RememberInput, RememberResult
+from .stamp import Stamp, stored_digest
+from .values import FileRef, RememberInput, RememberResult, stamp_file
 
 
 async def remember_many(core: MemoryCore, inputs: Sequence[RememberInput | dict[str, Any]], *,

@@ -26,8 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from .values import FileRef
-
 STAMP_KEY = "_hms"
 STAMP_VERSION = 1
 
@@ -273,16 +271,3 @@ def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
-
-def file_ref(raw: tuple[Any, ...] | None) -> FileRef | None:
-    """The FileRef of a stamp's file element."""
-    if raw is None:
-        return None
-    uri, offset, length, fmt, sha256, size, mtime, summary = raw
-    return FileRef(uri=uri, offset=offset, length=length, format=fmt, sha256=sha256, size=size,
-                   mtime=mtime, summary=summary)
-
-
-def stamp_file(ref: FileRef) -> tuple[Any, ...]:
-    """A FileRef as a stamp's file element."""
-    return (ref.uri, ref.offset, ref.length, ref.format, ref.sha256, ref.size, ref.mtime, ref.summary)
