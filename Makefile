@@ -7,7 +7,7 @@ STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
 
-.PHONY: demo test bench lint typing clean client-types
+.PHONY: demo test bench lint imports typing clean client-types
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,13 @@ bench: $(STAMP_BENCH)
 	$(PY) bench/report.py; \
 	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed"; exit 1; fi
 
-lint: $(STAMP_TEST)
+lint: imports
 	$(PY) -m pip install -q ruff && $(PY) -m ruff check hmsengine tests bench
+
+# The import contracts of pyproject.toml ([tool.importlinter]): layers, never-trio, the engine's
+# public face, no cycles. import-linter comes with the test extra.
+imports: $(STAMP_TEST)
+	$(VENV)/bin/lint-imports
 
 typing: $(STAMP_TEST)
 	$(PY) -m pip install -q mypy && $(PY) -m mypy

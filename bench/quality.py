@@ -52,7 +52,7 @@ import search as search_bench  # bench/search.py: the bm25s runner
 from _common import RESULTS_DIR, _version, busy_warning, machine_facts, now_iso, print_table, write_results
 
 from hmsengine import Engine, Memory, RememberInput, embedders
-from hmsengine.config import DEFAULT_SEMANTIC_WEIGHT
+from hmsengine.memory.config import DEFAULT_SEMANTIC_WEIGHT
 
 QUESTION = ("LoCoMo evidence recall (turn R@5/R@10, session R@5) of hmsengine's lexical, dense-only "
             "and default hybrid recall beside bm25s and a dense baseline with the same model")

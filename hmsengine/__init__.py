@@ -1,11 +1,10 @@
 """hmsengine: an embedded, async memory engine for AI agents.
 
-The public face: the names of the API contract (docs and ../shared/design/API.md) that this build
+The public face: the names of the API contract (docs/API.md) that this build
 implements, re-exported from the private modules. Nothing else lives here.
 """
 
-from .config import MemoryConfig
-from .engine import CheckFinding, CheckReport, Document, Engine, Hit
+from .engine import CheckFinding, CheckReport, Document, Hit
 from .errors import (
     Conflict,
     CorruptStore,
@@ -18,6 +17,7 @@ from .errors import (
     StoreLocked,
     WrongKey,
 )
+from .facade import Engine
 from .memory import (
     Explanation,
     Fact,
@@ -26,6 +26,7 @@ from .memory import (
     ForgetScope,
     LoadResult,
     Memory,
+    MemoryConfig,
     Profile,
     RecallHit,
     RememberInput,

@@ -26,8 +26,7 @@ from ._client_wire import (
     _search_body,
     _value,
 )
-from .config import DEFAULT_SEMANTIC_WEIGHT
-from .engine.values import Document, Hit, PutResult
+from .engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult
 from .memory.values import (
     ConsolidateReport,
     Explanation,

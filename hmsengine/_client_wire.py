@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -17,19 +15,7 @@ import attrs
 import httpx
 
 from .clock import to_ms
-from .errors import (
-    Conflict,
-    CorruptStore,
-    DurabilityError,
-    EngineClosed,
-    HmsError,
-    IncompatibleStore,
-    InvalidRequest,
-    NotFound,
-    ProvenanceError,
-    StoreLocked,
-    WrongKey,
-)
+from .errors import HmsError, InvalidRequest
 from .memory.values import (
     Explanation,
     ForgetScope,
@@ -37,8 +23,7 @@ from .memory.values import (
     RememberInput,
     RememberResult,
 )
-from .server.auth import Forbidden, Unauthorized
-from .server.tenants import InvalidTenant
+from .wire import DecodeError, camel, error_from_body, from_json, to_json
 
 Time = int | _dt.datetime
 T = TypeVar("T")
@@ -59,68 +44,12 @@ class BadResponse(HmsError):
     code = "bad_response"
 
 
-_BY_CODE: dict[str, type[HmsError]] = {
-    cls.code: cls for cls in (
-        InvalidRequest, NotFound, Conflict, WrongKey, CorruptStore, StoreLocked, DurabilityError,
-        ProvenanceError, IncompatibleStore, EngineClosed, InvalidTenant, Unauthorized, Forbidden,
-    )
-}
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _error(status: int, body: Any) -> HmsError:
-    """The HmsError for an error answer, with ``.status`` and the server's ``.code``."""
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("code"), str):
-        code, message = error["code"], str(error.get("message", ""))
-        hint = error.get("hint") if isinstance(error.get("hint"), str) else None
-    else:
-        code, message, hint = "http_error", f"HTTP {status} without an error body", None
-    cls = _BY_CODE.get(code) or (InvalidRequest if status in (400, 408, 413, 422) else HmsError)
-    exc = ProvenanceError(message, reason=code, hint=hint) if cls is ProvenanceError \
-        else cls(message, hint=hint)
-    if exc.code != code:
-        exc.code = code  # type: ignore[misc]  # the server's code on this instance
-    exc.status = status  # type: ignore[attr-defined]
-    return exc
-
-
-# -- JSON <-> values ---------------------------------------------------------------------------
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
 def _decode(tp: Any, value: Any) -> Any:
-    """A JSON value as the attrs value (or tuple, or plain JSON) that ``tp`` describes."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        arms = [a for a in typing.get_args(tp) if a is not type(None)]
-        for arm in arms:
-            if attrs.has(arm) and isinstance(value, dict):
-                return _decode(arm, value)
-        return _decode(arms[0], value) if len(arms) == 1 else value
-    if isinstance(tp, type) and attrs.has(tp):
-        if not isinstance(value, dict):
-            raise BadResponse(f"expected an object for {tp.__name__}, got {type(value).__name__}")
-        hints = _HINTS.get(tp)
-        if hints is None:
-            hints = _HINTS[tp] = typing.get_type_hints(tp)
-        kwargs = {f.name: _decode(hints[f.name], value[_camel(f.name)])
-                  for f in attrs.fields(tp) if _camel(f.name) in value}
-        try:
-            return tp(**kwargs)
-        except TypeError as exc:
-            raise BadResponse(f"an incomplete {tp.__name__}: {exc}") from None
-    if origin is tuple and isinstance(value, list):
-        item = typing.get_args(tp)[0] if typing.get_args(tp) else Any
-        return tuple(_decode(item, v) for v in value)
-    return value
+    """A JSON value of the contract as the value ``tp`` describes (``wire.from_json``)."""
+    try:
+        return from_json(tp, value)
+    except DecodeError as exc:
+        raise BadResponse(f"an answer that is not this API's {exc}") from None
 
 
 def _items(tp: type[T], body: Any) -> list[T]:
@@ -130,14 +59,8 @@ def _items(tp: type[T], body: Any) -> list[T]:
 
 
 def _plain(value: Any, field: str) -> Any:
-    """A parameter as JSON: aware datetimes stay for ``_time``; tuples and arrays become lists."""
-    if isinstance(value, (str, bytes, Mapping)) or value is None:
-        return dict(value) if isinstance(value, Mapping) else value
-    if hasattr(value, "tolist"):  # numpy arrays
-        return value.tolist()
-    if isinstance(value, Sequence):
-        return [_plain(v, field) for v in value]
-    return value
+    """A parameter as JSON (``wire.to_json``): tuples and arrays become lists."""
+    return to_json(dict(value) if isinstance(value, Mapping) else value)
 
 
 def _time(value: Time | None, field: str) -> int | None:
@@ -154,7 +77,7 @@ def _body(**params: Any) -> dict[str, Any]:
     for name, value in params.items():
         if value is None:
             continue
-        out[_camel(name)] = _time(value, name) if name in _TIME_FIELDS else _plain(value, name)
+        out[camel(name)] = _time(value, name) if name in _TIME_FIELDS else _plain(value, name)
     return out
 
 
@@ -176,7 +99,7 @@ def _scope(scope: ForgetScope) -> dict[str, Any]:
     value = scope.value
     if scope.kind in _TIME_FIELDS:
         value = _time(value, f"scope.{scope.kind}")
-    return {_camel(scope.kind): _plain(value, "scope")}
+    return {camel(scope.kind): _plain(value, "scope")}
 
 
 def _doc_path(doc_id: str) -> str:
@@ -211,7 +134,7 @@ class _Call:
                 and isinstance(body, dict) and body.get("error", {}).get("code") == "not_found":
             return self.missing
         if response.status_code >= 400:
-            raise _error(response.status_code, body)
+            raise error_from_body(response.status_code, body)
         if not isinstance(body, dict):
             raise BadResponse(f"HTTP {response.status_code} without a JSON object")
         return self.decode(body) if self.decode is not None else body

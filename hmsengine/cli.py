@@ -31,9 +31,9 @@ import attrs
 import trio
 
 from . import cli_files, cli_memory
-from .engine import CheckReport, Engine
-from .engine.check import check_store
+from .engine import CheckReport, check_store
 from .errors import Conflict, HmsError, InvalidRequest, NotFound, WrongKey
+from .facade import Engine
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_STORE = 0, 1, 2, 3, 4
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from .engine import Engine
 from .errors import InvalidRequest
+from .facade import Engine
 from .portability.inspect import inspect_file
 
 FILE_COMMANDS = ("remember-file", "hydrate", "export", "import", "snapshot", "restore")

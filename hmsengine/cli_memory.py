@@ -14,11 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from .engine import Engine
 from .errors import InvalidRequest
-from .memory.values import ForgetScope
+from .facade import Engine
+from .memory import ForgetScope, Memory
+from .wire import PLAIN
 
 STATUS_STYLE = {"current": "green", "superseded": "yellow", "expired": "red",
                 "future": "cyan", "unknown": "magenta"}
@@ -130,15 +129,9 @@ def _json_object(value: str | None, field: str) -> dict[str, Any] | None:
 
 
 def to_jsonable(value: Any) -> Any:
-    if attrs.has(type(value)):
-        return to_jsonable(attrs.asdict(value, recurse=False))
-    if isinstance(value, dict):
-        return {k: to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return value.tolist()
-    return value
+    """The ``--json`` form of a value: ``wire.PLAIN`` (the JSON contract's converter with the
+    attribute names as they are)."""
+    return PLAIN.unstructure(value)
 
 
 def fact_text(fact: Any) -> str:
@@ -241,99 +234,104 @@ def _explanation_lines(e: Any) -> list[str]:
 async def run(engine: Engine, args: argparse.Namespace) -> None:
     """Run one memory command on the open ``engine``."""
     out = Output(args)
-    cmd = args.command
-    if cmd == "compact":
-        with out.busy("compacting" + (" with purge" if args.purge else "")):
-            report = await engine.compact(purge=args.purge)
-        if out.json:
-            out.emit(report)
-        else:
-            out.print(f"compacted: {report.documents} documents, {report.bytes_before} -> "
-                      f"{report.bytes_after} bytes" + (" (purged)" if report.purged else ""))
+    if args.command == "compact":
+        await _compact(engine, args, out)
         return
-    memory = engine.memory()
-    if cmd == "reembed":
-        from .cli_files import progress_bar
+    await _COMMANDS[args.command](engine.memory(), args, out)
 
-        with progress_bar(out, "re-embedding") as progress:
-            count = await memory.reembed(progress=progress)
-        identity = memory.embedder_identity or {}
-        if out.json:
-            out.emit({"reembedded": count, "embedder": identity})
-        else:
-            out.print(f"re-embedded {count} document(s) with {identity.get('model')} "
-                      f"(dim {identity.get('dim')})")
+
+async def _compact(engine: Engine, args: argparse.Namespace, out: Output) -> None:
+    with out.busy("compacting" + (" with purge" if args.purge else "")):
+        report = await engine.compact(purge=args.purge)
+    if out.json:
+        out.emit(report)
+    else:
+        out.print(f"compacted: {report.documents} documents, {report.bytes_before} -> "
+                  f"{report.bytes_after} bytes" + (" (purged)" if report.purged else ""))
+
+
+async def _reembed(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    from .cli_files import progress_bar
+
+    with progress_bar(out, "re-embedding") as progress:
+        count = await memory.reembed(progress=progress)
+    identity = memory.embedder_identity or {}
+    if out.json:
+        out.emit({"reembedded": count, "embedder": identity})
+    else:
+        out.print(f"re-embedded {count} document(s) with {identity.get('model')} "
+                  f"(dim {identity.get('dim')})")
+
+
+async def _remember(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    result = await memory.remember(
+        text, id=args.id, subject=args.subject, entities=tuple(args.entity),
+        valid_from=parse_time(args.valid_from, "valid_from"),
+        valid_to=parse_time(args.valid_to, "valid_to"),
+        event_time=parse_time(args.event_time, "event_time"),
+        supersedes=tuple(args.supersedes), kind=args.kind, namespace=args.namespace,
+        metadata=_json_object(args.metadata, "metadata"))
+    if out.json:
+        out.emit(result)
+    else:
+        verb = "[green]remembered[/]" if result.created else "already remembered"
+        tail = f" (supersedes {', '.join(result.superseded)})" if result.superseded else ""
+        out.print(f"{verb} {result.id}{tail}")
+
+
+async def _recall(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    hits = await memory.recall(
+        args.query, k=args.k, history=args.history, explain=args.explain,
+        as_of=parse_time(args.as_of, "as_of"), known_at=parse_time(args.known_at, "known_at"),
+        subject=args.subject, namespace=args.namespace, kinds=args.kind or None)
+    if out.json:
+        out.emit({"hits": hits})
         return
-    if cmd == "remember":
-        text = sys.stdin.read() if args.text == "-" else args.text
-        result = await memory.remember(
-            text, id=args.id, subject=args.subject, entities=tuple(args.entity),
-            valid_from=parse_time(args.valid_from, "valid_from"),
-            valid_to=parse_time(args.valid_to, "valid_to"),
-            event_time=parse_time(args.event_time, "event_time"),
-            supersedes=tuple(args.supersedes), kind=args.kind, namespace=args.namespace,
-            metadata=_json_object(args.metadata, "metadata"))
-        if out.json:
-            out.emit(result)
-        else:
-            verb = "[green]remembered[/]" if result.created else "already remembered"
-            tail = f" (supersedes {', '.join(result.superseded)})" if result.superseded else ""
-            out.print(f"{verb} {result.id}{tail}")
-    elif cmd == "recall":
-        options: dict[str, Any] = {"k": args.k, "history": args.history, "explain": args.explain}
-        for name in ("as_of", "known_at"):
-            if getattr(args, name) is not None:
-                options[name] = parse_time(getattr(args, name), name)
-        if args.subject is not None:
-            options["subject"] = args.subject
-        if args.namespace is not None:
-            options["namespace"] = args.namespace
-        if args.kind:
-            options["kinds"] = args.kind
-        hits = await memory.recall(args.query, **options)
-        if out.json:
-            out.emit({"hits": hits})
-            return
-        if not hits:
-            out.print("no facts match")
-            return
-        out.facts_table(f"recall {args.query!r}", [
-            (n, h.fact.id, _status(h.status), f"{h.score:.3f}", h.fact.text)
-            for n, h in enumerate(hits, 1)], ("#", "id", "status", "score", "text"))
-        if args.explain:
-            for h in hits:
-                if h.explanation is not None:
-                    out.print("\n".join(_explanation_lines(h.explanation)))
-    elif cmd == "explain":
-        options = {name: parse_time(getattr(args, name), name) for name in ("as_of", "known_at")
-                   if getattr(args, name) is not None}
-        explanation = await memory.explain(args.query, args.id, **options)
-        if out.json:
-            out.emit(explanation)
-        else:
-            out.print("\n".join(_explanation_lines(explanation)))
-    elif cmd == "history":
-        facts = await memory.history(args.id)
-        if out.json:
-            out.emit({"facts": facts})
-        else:
-            out.facts_table(f"history of {args.id}", [
-                (f.id, _when(f.valid_from), _when(f.valid_to), _when(f.ingest_time), f.text)
-                for f in facts], ("id", "valid from", "valid to", "ingested", "text"))
-    elif cmd == "forget":
-        with out.busy("forgetting and purging" if args.purge and not args.dry_run else "forgetting"):
-            report = await memory.forget(_scope(args), include_chain=args.include_chain,
-                                         dry_run=args.dry_run, purge=args.purge)
-        if out.json:
-            out.emit(report)
-        else:
-            verb = "would forget" if report.dry_run else "forgot"
-            out.print(f"{verb} {len(report.removed)} fact(s): {', '.join(report.removed) or '-'}"
-                      + (" [bold](purged)[/]" if args.purge and not report.dry_run else ""))
-            if report.relinked:
-                out.print(f"relinked: {', '.join(report.relinked)}")
-    elif cmd == "load":
-        await _load(memory, args, out)
+    if not hits:
+        out.print("no facts match")
+        return
+    out.facts_table(f"recall {args.query!r}", [
+        (n, h.fact.id, _status(h.status), f"{h.score:.3f}", h.fact.text)
+        for n, h in enumerate(hits, 1)], ("#", "id", "status", "score", "text"))
+    if args.explain:
+        for h in hits:
+            if h.explanation is not None:
+                out.print("\n".join(_explanation_lines(h.explanation)))
+
+
+async def _explain(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    explanation = await memory.explain(args.query, args.id,
+                                       as_of=parse_time(args.as_of, "as_of"),
+                                       known_at=parse_time(args.known_at, "known_at"))
+    if out.json:
+        out.emit(explanation)
+    else:
+        out.print("\n".join(_explanation_lines(explanation)))
+
+
+async def _history(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    facts = await memory.history(args.id)
+    if out.json:
+        out.emit({"facts": facts})
+    else:
+        out.facts_table(f"history of {args.id}", [
+            (f.id, _when(f.valid_from), _when(f.valid_to), _when(f.ingest_time), f.text)
+            for f in facts], ("id", "valid from", "valid to", "ingested", "text"))
+
+
+async def _forget(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+    with out.busy("forgetting and purging" if args.purge and not args.dry_run else "forgetting"):
+        report = await memory.forget(_scope(args), include_chain=args.include_chain,
+                                     dry_run=args.dry_run, purge=args.purge)
+    if out.json:
+        out.emit(report)
+    else:
+        verb = "would forget" if report.dry_run else "forgot"
+        out.print(f"{verb} {len(report.removed)} fact(s): {', '.join(report.removed) or '-'}"
+                  + (" [bold](purged)[/]" if args.purge and not report.dry_run else ""))
+        if report.relinked:
+            out.print(f"relinked: {', '.join(report.relinked)}")
 
 
 def _scope(args: argparse.Namespace) -> ForgetScope:
@@ -372,7 +370,7 @@ def expand_paths(patterns: list[str]) -> list[Path]:
     return list(seen)
 
 
-async def _load(memory: Any, args: argparse.Namespace, out: Output) -> None:
+async def _load(memory: Memory, args: argparse.Namespace, out: Output) -> None:
     files = expand_paths(args.paths)
     names: dict[str, Path] = {}
     for f in files:
@@ -411,3 +409,7 @@ async def _load(memory: Any, args: argparse.Namespace, out: Output) -> None:
         episodes = sum(len(r["episodes"]) for r in results)
         facts = sum(len(r["facts"]) for r in results)
         out.print(f"loaded {len(results)} document(s): {episodes} episode(s), {facts} fact(s)")
+
+
+_COMMANDS = {"reembed": _reembed, "remember": _remember, "recall": _recall, "explain": _explain,
+             "history": _history, "forget": _forget, "load": _load}

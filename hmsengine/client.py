@@ -16,7 +16,7 @@ datetimes or integer ms; values come back as the same attrs classes: ``RememberR
 
 Errors are the same :class:`HmsError` subclasses as in-process (``InvalidRequest``,
 ``NotFound``, ``Conflict``, ...), with the HTTP status as ``.status`` and the server's error code
-as ``.code``; a refused key is :class:`~hmsengine.server.auth.Unauthorized` (401) or
+as ``.code`` (both from ``wire.ERRORS``); a refused key is :class:`~hmsengine.errors.Unauthorized` (401) or
 ``Forbidden`` (403); a server that cannot be reached is :class:`ServerUnavailable`.
 
 ``AsyncClient`` is the same API with ``await``; it runs under trio and under asyncio (httpx's
@@ -50,8 +50,7 @@ from ._client_wire import (
     _search_body,
     _value,
 )
-from .config import DEFAULT_SEMANTIC_WEIGHT
-from .engine.values import Document, Hit, PutResult
+from .engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult
 from .memory.values import (
     ConsolidateReport,
     Explanation,

@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 
 import trio
 
-from . import Engine, ForgetScope, RememberInput
-from .engine.check import check_store
+from .engine import check_store
+from .facade import Engine
+from .memory import ForgetScope, RememberInput
 
 NOTES = """# Team notes, March 2025
 

@@ -120,6 +120,27 @@ class IncompatibleStore(HmsError):
     default_hint = "open it with a newer hmsengine release"
 
 
+class InvalidTenant(HmsError, ValueError):
+    """The ``X-HMS-Tenant`` header is not 1 to 64 of ``[A-Za-z0-9_-]`` (HTTP 400)."""
+
+    code = "invalid_tenant"
+    default_hint = "send X-HMS-Tenant with 1 to 64 of A-Z, a-z, 0-9, '_' and '-' (or omit it)"
+
+
+class Unauthorized(HmsError, PermissionError):
+    """No valid ``Authorization: Bearer <key>`` for any tenant (HTTP 401)."""
+
+    code = "unauthorized"
+    default_hint = "send Authorization: Bearer <key> with a key issued for this tenant"
+
+
+class Forbidden(HmsError, PermissionError):
+    """The key is valid, but for another tenant (HTTP 403)."""
+
+    code = "forbidden"
+    default_hint = "use a key issued for the tenant named in X-HMS-Tenant"
+
+
 class EngineClosed(HmsError):
     """The engine was used after its ``async with`` block ended."""
 

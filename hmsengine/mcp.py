@@ -28,10 +28,10 @@ import attrs
 import trio
 
 from .clock import to_ms
-from .config import KINDS, MemoryConfig
-from .engine import Engine
 from .errors import HmsError, InvalidRequest
+from .facade import Engine
 from .memory import Memory
+from .memory.config import KINDS, MemoryConfig
 from .memory.jsonapi import OPERATIONS
 
 logger = logging.getLogger("hmsengine.mcp")

@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
-from .engine import Engine
 from .errors import EngineClosed
+from .facade import Engine
 
 __all__ = ["SyncEngine", "SyncMemory", "open"]
 

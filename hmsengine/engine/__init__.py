@@ -1,8 +1,38 @@
-"""The engine: ``Engine.open``, the writer actor, and the document methods."""
+"""The document engine's public face: what every layer above it may use.
 
-from .engine import Engine
+``DocumentEngine`` (open, documents, search, transactions, compaction, commit listeners, the
+``check`` scrub), ``check_store`` (the scrub of a closed store), its values, and the validation
+of what callers send (the memory layer validates its facts' parts with the same checks).
+Everything else under ``engine/`` (the writer and index-builder actors, the store core,
+recovery, compaction, the scrub, the journal payloads) is private to this package: the import
+contracts in pyproject.toml keep the layers above from importing it.
+"""
+
+from .check import check_store
+from .compaction import CompactReport
+from .engine import DocumentEngine
 from .scrub import CheckFinding, CheckReport
-from .values import Document, EngineStatistics, Hit, PutResult
+from .values import (
+    DEFAULT_SEMANTIC_WEIGHT,
+    TOMBSTONE_PREFIX,
+    Change,
+    Document,
+    EngineStatistics,
+    Hit,
+    PutOp,
+    PutResult,
+    check_embedding,
+    check_id,
+    check_metadata,
+    check_text,
+    check_unicode,
+    is_tombstone_json,
+    put_op,
+)
 
-__all__ = ["CheckFinding", "CheckReport", "Document", "Engine", "EngineStatistics", "Hit",
-           "PutResult"]
+__all__ = [
+    "DEFAULT_SEMANTIC_WEIGHT", "TOMBSTONE_PREFIX", "Change", "CheckFinding", "CheckReport",
+    "CompactReport", "Document", "DocumentEngine", "EngineStatistics", "Hit", "PutOp", "PutResult",
+    "check_embedding", "check_id", "check_metadata", "check_store", "check_text", "check_unicode",
+    "is_tombstone_json", "put_op",
+]

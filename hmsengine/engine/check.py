@@ -26,13 +26,14 @@ from typing import Any
 
 import trio
 
-from ..errors import CorruptStore, HmsError, InvalidRequest, StoreLocked, WrongKey, map_errors
+from ..errors import CorruptStore, HmsError, InvalidRequest, StoreLocked, map_errors
 from ..index import persist
-from ..storage import manifest
-from ..storage.codec import PLAIN, Codec
+from ..storage import generations, manifest
+from ..storage.codec import Codec
 from ..storage.directory import FsDirectory
-from ..storage.keys import SealedCodec, check_key_argument, open_encryption
+from ..storage.keys import check_key_argument
 from .indexer import Indexer
+from .opening import store_codec
 from .scrub import CheckReport, Ref, Scrub, Sink
 from .store import StoreCore
 
@@ -142,7 +143,7 @@ def check_store(path: str | os.PathLike[str], *, key: str | bytes | None = None,
         generation = scrub.root()
         if generation is None:  # CURRENT is damaged (a finding): verify the newest generation
             numbered = sorted((n, name) for name in directory.listdir("")
-                              if (n := manifest.generation_number(name)) is not None)
+                              if (n := generations.generation_number(name)) is not None)
             if numbered:
                 generation = numbered[-1][1]
                 scrub.notes.append(f"CURRENT names no generation: verified {generation}, the "
@@ -161,11 +162,7 @@ def _codec(directory: FsDirectory, key: str | bytes | None) -> Codec | None:
                                              where=directory.describe(manifest.FORMAT_FILE))
     except CorruptStore:
         return None
-    if fmt.encryption is not None:
-        return SealedCodec(open_encryption(key, fmt.encryption, fmt.store_id))
-    if key is not None:
-        raise WrongKey("this store is not encrypted: check it without a key")
-    return PLAIN
+    return store_codec(fmt, key, verb="check")
 
 
 @contextlib.contextmanager

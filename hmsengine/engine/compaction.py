@@ -11,7 +11,7 @@ worker thread while readers keep reading the old generation:
    live, after it the new one; never neither.
 3. :meth:`StoreCore.switch_generation` (event loop, synchronous) points the table at the new
    records with fresh entries, so a reader that raced the switch retries its read.
-4. :func:`remove_generation` removes every other generation; with ``purge`` (and always for
+4. ``storage.generations.remove_generation`` removes every other generation; with ``purge`` (and always for
    generations an interrupted compaction left behind) each file is first overwritten with zeros
    and fsynced, so no byte of a deleted or replaced document survives in any file.
 """
@@ -25,17 +25,23 @@ import trio
 
 from ..errors import HmsError, map_errors
 from ..storage import manifest
-from ..storage.directory import Directory
+from ..storage.generations import (
+    generation_bytes,
+    next_generation,
+    open_generation_files,
+    remove_generation,
+    stray_generations,
+    write_current,
+)
 from ..storage.journal import KIND_BASE, KIND_CHECKPOINT, encode_frame
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
 from .indexer import Indexer
-from .store import StoreCore, open_generation_files
+from .store import StoreCore
 from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction
 
 BASE_FRAME_DOCUMENTS = 2000
 TEXT_BUFFER_BYTES = 4 * 1024 * 1024
-ZERO_CHUNK = 1024 * 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -55,24 +61,6 @@ class NewGeneration:
     name: str
     locations: dict[str, tuple[int, int, int]]  # id -> (offset, length, crc) in the new text
     bytes_written: int
-
-
-def generation_bytes(directory: Directory, generation: str) -> int:
-    total = 0
-    for name in directory.listdir(generation):
-        path = f"{generation}/{name}"
-        if directory.isdir(path):
-            total += generation_bytes(directory, path)
-        else:
-            handle = directory.open_file(path)
-            total += handle.size()
-            handle.close()
-    return total
-
-
-def next_generation(directory: Directory) -> str:
-    numbers = [n for name in directory.listdir("") if (n := manifest.generation_number(name)) is not None]
-    return manifest.generation_name(max(numbers, default=0) + 1)
 
 
 def write_generation(core: StoreCore, name: str) -> NewGeneration:
@@ -146,35 +134,6 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
             text.handle.close()
 
 
-def remove_generation(directory: Directory, name: str, *, zero: bool) -> None:
-    """Remove a generation directory; with ``zero``, overwrite each file with zeros and fsync it
-    first, so its bytes are gone from the file system's view of every file."""
-    with map_errors("removing an old generation", file=directory.describe(name)):
-        for entry in directory.listdir(name):
-            path = f"{name}/{entry}"
-            if directory.isdir(path):
-                remove_generation(directory, path, zero=zero)
-                continue
-            if zero:
-                handle = directory.open_file(path)
-                try:
-                    size = handle.size()
-                    for start in range(0, size, ZERO_CHUNK):
-                        handle.write_at(start, bytes(min(ZERO_CHUNK, size - start)))
-                    handle.sync()
-                finally:
-                    handle.close()
-            directory.remove(path)
-        directory.remove_dir(name)
-        parent = name.rsplit("/", 1)[0] if "/" in name else ""
-        directory.sync_dir(parent)
-
-
-def stray_generations(directory: Directory, live: str) -> list[str]:
-    """Generation directories other than the live one (left by an interrupted compaction)."""
-    return [n for n in directory.listdir("") if manifest.generation_number(n) is not None and n != live]
-
-
 async def compact(core: StoreCore, indexer: Indexer, *, purge: bool) -> CompactReport:
     """The writer actor's compaction (see the module docstring for the steps and guarantees)."""
     directory = core.directory
@@ -197,7 +156,7 @@ async def compact(core: StoreCore, indexer: Indexer, *, purge: bool) -> CompactR
             raise
         try:
             with map_errors("switching CURRENT", file=directory.describe(manifest.CURRENT_FILE)):
-                await trio.to_thread.run_sync(manifest.write_current, directory, name)
+                await trio.to_thread.run_sync(write_current, directory, name)
         except BaseException as exc:
             # Whether the rename happened is unknown: only a reopen can tell which generation is
             # live (both are complete), so refuse further writes until then.

@@ -1,4 +1,4 @@
-"""``Engine``: the document engine, its nursery of actors, and the document methods.
+"""``DocumentEngine``: the document engine, its nursery of actors, and the document methods.
 
 Nursery layout (started in this order, stopped in reverse)::
 
@@ -19,15 +19,14 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, Self, TypeVar
 
 import trio
 
 from ..clock import checked_clock
-from ..config import DEFAULT_SEMANTIC_WEIGHT
 from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
 from ..index.analyzer import get_analyzer
-from ..kernels.jit import warm_up
+from ..kernels.warmup import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
 from ..storage.manifest import updated_settings
@@ -36,9 +35,11 @@ from .actor import Background, ReplySlot, raise_single
 from .check import check_open
 from .compaction import CompactReport
 from .indexer import Indexer
+from .opening import open_store
 from .scrub import CheckReport
 from .store import StoreCore
 from .values import (
+    DEFAULT_SEMANTIC_WEIGHT,
     MAX_TRANSACTION_DOCUMENTS,
     MAX_TRANSACTION_TEXT_BYTES,
     Change,
@@ -76,8 +77,14 @@ def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
     raise InvalidRequest(f"path: expected a directory path or None, got {type(path).__name__}")
 
 
-class Engine:
-    """An open store. Create it with ``async with Engine.open(path) as engine``."""
+class DocumentEngine:
+    """An open store's document engine. Create it with ``async with Engine.open(path) as engine``.
+
+    This class is the engine layer's whole face: documents, search, transactions, compaction,
+    commit listeners. ``hmsengine.Engine`` (hmsengine/facade.py) is this class plus the
+    methods API.md names on the engine that belong to higher layers (``memory()``, JSONL export
+    and import, snapshots); ``open`` builds whichever class it is called on.
+    """
 
     def __init__(self, core: StoreCore,
                  send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
@@ -92,12 +99,13 @@ class Engine:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    @staticmethod
+    @classmethod
     def open(
-        path: str | os.PathLike[str] | Directory | None = None, *, key: str | bytes | None = None,
-        clock: Callable[[], int] | None = None, dim: int = 4096, embedding_dim: int | None = None,
-        analyzer: str = "standard", progress: Callable[[int, int], Any] | None = None,
-    ) -> AbstractAsyncContextManager[Engine]:
+        cls, path: str | os.PathLike[str] | Directory | None = None, *,
+        key: str | bytes | None = None, clock: Callable[[], int] | None = None, dim: int = 4096,
+        embedding_dim: int | None = None, analyzer: str = "standard",
+        progress: Callable[[int, int], Any] | None = None,
+    ) -> AbstractAsyncContextManager[Self]:
         """Open (creating if missing) the store at ``path``; ``None`` is a purely in-memory store.
 
         Raises ``StoreLocked`` if the store is already open, ``CorruptStore`` for damage before
@@ -117,7 +125,7 @@ class Engine:
             or not 1 <= embedding_dim <= 65536
         ):
             raise InvalidRequest(f"embedding_dim: expected None or 1..65536, got {embedding_dim!r}")
-        return _lifecycle(_as_directory(path), checked_clock(clock), dim=dim,
+        return _lifecycle(cls, _as_directory(path), checked_clock(clock), dim=dim,
                           embedding_dim=embedding_dim, analyzer=analyzer, key=key, progress=progress)
 
     # -- writes ----------------------------------------------------------------------------
@@ -383,7 +391,7 @@ class Engine:
         """Rank documents by BM25 (and cosine with ``embedding``, n-grams with ``semantic="ngram"``).
 
         Several signals are fused by weighted reciprocal rank (constant 60), the semantic signal
-        weighing ``semantic_weight`` (default ``config.DEFAULT_SEMANTIC_WEIGHT``, the same as
+        weighing ``semantic_weight`` (default ``DEFAULT_SEMANTIC_WEIGHT``, the same as
         recall's) against BM25's ``lexical_weight``; see index/search.py for the exact-term
         floor. Without ``embedding`` (or ``semantic``) the ranking is BM25 alone: the engine
         never embeds (a ``Memory`` with an embedder does, and passes the vector). ``ids`` and
@@ -474,67 +482,6 @@ class Engine:
             raise InvalidRequest(f"text: expected a string, got {type(text).__name__}")
         return self._indexer.analyzer.tokenize(text)
 
-    def memory(self, config: Any = None, *, embedder: Any = None) -> Any:
-        """A ``Memory`` over this engine (``hmsengine.Memory(engine, config)``).
-
-        With the portability methods below, the places the engine names a higher layer, as
-        API.md asks; imported lazily so ``engine/`` never imports them at module level.
-        """
-        from ..memory.memory import Memory
-
-        return Memory(self, config, embedder=embedder)
-
-    # -- portability (hmsengine/portability/, above the memory layer: imported lazily) ------------
-
-    async def export_jsonl(self, path: str | os.PathLike[str], *,
-                           progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
-        """Write every fact, document and tombstone to ``path`` (``.jsonl`` or ``.jsonl.gz``),
-        sorted and canonical: equal stores give byte-identical files. Returns the counts.
-        Written to a temporary file, fsynced and renamed. Plaintext, even from an encrypted store.
-        """
-        from ..portability.exchange import export_jsonl
-
-        self._check_open()
-        return await export_jsonl(self, path, progress=progress)
-
-    async def import_jsonl(self, path: str | os.PathLike[str], *,
-                           progress: Callable[[int, int], Any] | None = None,
-                           max_bytes: int | None = None) -> Any:
-        """Validate every line of ``path``, then write it in one transaction; an ``ImportReport``.
-
-        Equivalent records are skipped, a different one under a stored id is ``Conflict`` (nothing
-        written), tombstoned ids are refused, tombstones in the file are applied (with purge).
-        ``path`` must be a regular file of at most ``max_bytes`` (1 GiB by default, decompressed).
-        """
-        from ..portability.exchange import DEFAULT_MAX_IMPORT_BYTES, import_jsonl
-
-        self._check_open()
-        return await import_jsonl(self, path, progress=progress,
-                                  max_bytes=DEFAULT_MAX_IMPORT_BYTES if max_bytes is None else max_bytes)
-
-    async def snapshot(self, path: str | os.PathLike[str], *, format: str = "hmsengine-v2",
-                       attachments: bool = False,
-                       progress: Callable[[int, int], Any] | None = None) -> dict[str, Any]:
-        """Write a checksummed snapshot directory (``hmsengine-v2``, or ``hotmem-v2`` that HotMem
-        hydrates); ``attachments`` adds the bytes of file-backed ranges under 8 KiB. The manifest."""
-        from ..portability.snapshot import snapshot
-
-        self._check_open()
-        return await snapshot(self, path, format=format, attachments=attachments, progress=progress)
-
-    async def restore(self, path: str | os.PathLike[str], *,
-                      progress: Callable[[int, int], Any] | None = None,
-                      max_bytes: int | None = None) -> Any:
-        """Verify a snapshot (ours or HotMem's v2) completely, then restore it in one transaction
-        with the import rules; a repeated restore adds nothing. An ``ImportReport``. Only
-        regular files inside the snapshot directory are read, at most ``max_bytes`` together
-        (1 GiB by default)."""
-        from ..portability.snapshot import DEFAULT_MAX_RESTORE_BYTES, restore
-
-        self._check_open()
-        return await restore(self, path, progress=progress,
-                             max_bytes=DEFAULT_MAX_RESTORE_BYTES if max_bytes is None else max_bytes)
-
     @property
     def analyzer(self) -> str:
         return self._core.format.analyzer
@@ -574,19 +521,22 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
     )
 
 
+_E = TypeVar("_E", bound=DocumentEngine)
+
+
 @asynccontextmanager
-async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int,
+async def _lifecycle(cls: type[_E], directory: Directory, clock: Callable[[], int], *, dim: int,
                      embedding_dim: int | None, analyzer: str,
                      key: str | bytes | None,
-                     progress: Callable[[int, int], Any] | None = None) -> AsyncIterator[Engine]:
+                     progress: Callable[[int, int], Any] | None = None) -> AsyncIterator[_E]:
     now = clock()
     # Compile (or load from numba's cache) every kernel before the first query needs it, in a
     # thread of its own while the store is recovered: much of both runs without the GIL.
     warming = Background(warm_up, "hmsengine-warm-up")
     try:
         core = await trio.to_thread.run_sync(
-            lambda: StoreCore.open(directory, analyzer=analyzer, dim=dim,
-                                   embedding_dim=embedding_dim, now_ms=now, key=key)
+            lambda: open_store(directory, analyzer=analyzer, dim=dim,
+                              embedding_dim=embedding_dim, now_ms=now, key=key)
         )
     finally:
         await trio.to_thread.run_sync(warming.join)
@@ -600,7 +550,7 @@ async def _lifecycle(directory: Directory, clock: Callable[[], int], *, dim: int
     indexer = Indexer(core, get_analyzer(core.format.analyzer),
                       persistent=not isinstance(directory, MemoryDirectory))
     writer = WriterActor(core, send, receive, indexer)
-    engine = Engine(core, send, writer, indexer, clock)
+    engine = cls(core, send, writer, indexer, clock)
     try:
         warming.result()
         await indexer.rebuild(progress)

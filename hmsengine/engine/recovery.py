@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
+
 from ..errors import CorruptStore, map_errors
 from ..storage import tablesnap
-from ..storage.journal import KIND_CHECKPOINT, scan
+from ..storage.journal import KIND_CHECKPOINT, Frame, ScanResult, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
 from .state import KEY_STRIDE, DocEntry, DocTable, doc_key
@@ -42,18 +44,52 @@ from .txn import StoredPut, decode_checkpoint, decode_transaction
 from .values import TOMBSTONE_PREFIX
 
 
+@attrs.define
+class _Replay:
+    """What replaying the journal learns beyond the table: the checkpoint watermarks, where the
+    last referenced record ends, and the records to repair or zero."""
+
+    text_synced: int = 0
+    zeroed_through: int = 0
+    record_end: int = 0
+    # (offset, length, revision at which it died) of every record replaced or deleted.
+    dead: list[tuple[int, int, int]] = attrs.Factory(list)
+    # Live documents whose records lie past the synced watermark, with the texts to repair them.
+    unsynced: dict[str, StoredPut] = attrs.Factory(dict)
+
+
 def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -> None:
-    """Replay and repair ``core``'s generation in place (runs in a worker thread at open)."""
+    """Replay and repair ``core``'s generation in place (runs in a worker thread at open): the
+    module docstring's steps, in ``_scan_journal``, ``_replay``, ``_repair_text``. Everything
+    that can find damage runs before the first write (``_truncate_torn_tail`` is the first)."""
+    state = _Replay()
+    result = _scan_journal(core, state, progress)
+    _replay(core, result.frames, state)
+    _check_text_size(core, state)
+    # Nothing was found wrong: from here on recovery may cut and write.
+    _truncate_torn_tail(core, result)
+    moved, to_zero = _repair_text(core, state)
+    core.text_synced, core.zeroed_through = state.text_synced, state.zeroed_through
+    core.zero_records(to_zero)
+    if moved or to_zero or core.text.handle.size() != state.text_synced:
+        if progress:
+            progress(f"repaired {len(moved)} text records, zeroed {len(to_zero)}")
+        core.checkpoint(moved=moved)
+    # Counters describe this open's activity, not recovery's bookkeeping.
+    core.counters = Counters()
+
+
+def _scan_journal(core: StoreCore, state: _Replay,
+                  progress: Callable[[str], None] | None) -> ScanResult:
+    """Step 1: the journal's valid frames (after the table snapshot, when one matches; the
+    table then starts from it). ``CorruptStore`` for damage, and for a journal that a table
+    snapshot of this store witnesses was cut or changed after a clean close. Writes nothing."""
     journal = core.journal
     where = core.directory.describe(journal.name)
     with map_errors("reading the journal", file=where):
         data = journal.read_at(0, journal.size())
     if progress:
         progress(f"replaying {len(data)} journal bytes")
-    table = core.table
-    text_synced = 0
-    zeroed_through = 0
-    record_end = 0
     result = None
     snap, witness = _matching_snapshot(core, data)
     if snap is not None:
@@ -64,10 +100,10 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         except CorruptStore:
             result = None  # the frames after it do not follow on: replay the whole journal
         else:
-            _install(table, snap)
+            _install(core.table, snap)
             core.snapshot_documents = len(snap.ids)
-            text_synced = record_end = snap.text_synced
-            zeroed_through = snap.zeroed_through
+            state.text_synced = state.record_end = snap.text_synced
+            state.zeroed_through = snap.zeroed_through
             if progress:
                 progress(f"table snapshot of {len(snap.ids)} documents; replaying "
                          f"{len(data) - snap.journal_end} journal bytes after it")
@@ -79,22 +115,45 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
     del data
     if witness is not None:
         raise witness
+    return result
 
-    dead: list[tuple[int, int, int]] = []  # (offset, length, revision at which it died)
-    # Texts of live documents whose records lie past the synced watermark, kept to repair them.
-    unsynced: dict[str, StoredPut] = {}
 
-    for frame in result.frames:
+def _truncate_torn_tail(core: StoreCore, result: ScanResult) -> None:
+    """The journal cut back to its last whole frame, and the cut fsynced."""
+    if result.torn_tail:
+        with map_errors("truncating the journal's torn tail",
+                        file=core.directory.describe(core.journal.name)):
+            core.journal.truncate(result.valid_end)
+            core.journal.sync()
+
+
+def _check_text_size(core: StoreCore, state: _Replay) -> None:
+    """``documents.text`` at least as long as a checkpoint says was synced, else damage."""
+    text = core.text
+    with map_errors("checking the text segment", file=text.where):
+        size = text.handle.size()
+    if size < state.text_synced:
+        raise CorruptStore(
+            f"documents.text is {size} bytes but {state.text_synced} were synced", file=text.where)
+
+
+def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
+    """Step 2: every transaction into the table in sequence order; checkpoints move the
+    watermarks (and the records an earlier recovery re-wrote)."""
+    table = core.table
+    where = core.directory.describe(core.journal.name)
+    for frame in frames:
         if frame.kind == KIND_CHECKPOINT:
             cp = decode_checkpoint(frame.payload, where=where, offset=frame.offset)
-            text_synced, zeroed_through = cp.text_synced, cp.zeroed_through
+            state.text_synced, state.zeroed_through = cp.text_synced, cp.zeroed_through
             for doc_id, rev, off, length, crc in cp.moved:
                 entry = table.get(doc_id)
                 if entry is not None and entry.revision == rev:
                     entry.offset, entry.length, entry.crc = off, length, crc
-                record_end = max(record_end, off + length)
-            unsynced = {k: v for k, v in unsynced.items()
-                        if (e := table.get(k)) is not None and e.offset + e.length > text_synced}
+                state.record_end = max(state.record_end, off + length)
+            state.unsynced = {k: v for k, v in state.unsynced.items()
+                              if (e := table.get(k)) is not None
+                              and e.offset + e.length > state.text_synced}
             continue
         ops, dim = decode_transaction(frame.payload, where=where, offset=frame.offset)
         if dim is not None:
@@ -102,39 +161,34 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
         rev = frame.sequence
         for position, op in enumerate(ops):
             if isinstance(op, StoredPut):
-                record_end = max(record_end, op.offset + op.length)
+                state.record_end = max(state.record_end, op.offset + op.length)
                 key = op.key if op.key is not None else doc_key(rev, position)
                 old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
                                                 op.embedding, key // KEY_STRIDE, key))
-                if op.offset + op.length > text_synced:
-                    unsynced[op.id] = op
+                if op.offset + op.length > state.text_synced:
+                    state.unsynced[op.id] = op
                 else:
-                    unsynced.pop(op.id, None)
+                    state.unsynced.pop(op.id, None)
             else:
                 old = table.delete(op.id)
-                unsynced.pop(op.id, None)
+                state.unsynced.pop(op.id, None)
             if old is not None:
-                dead.append((old.offset, old.length, rev))
+                state.dead.append((old.offset, old.length, rev))
         table.revision = rev
 
+
+def _repair_text(core: StoreCore, state: _Replay) -> tuple[list[tuple[str, int, int, int, int]],
+                                                          list[tuple[int, int]]]:
+    """Steps 3-5, after every check: ``documents.text`` cut or extended to the last referenced
+    record, lost records re-written from the journal's texts; (moved records, records to zero)."""
+    table = core.table
     text = core.text
-    with map_errors("checking the text segment", file=text.where):
-        size = text.handle.size()
-    if size < text_synced:
-        raise CorruptStore(
-            f"documents.text is {size} bytes but {text_synced} were synced", file=text.where
-        )
-    # Nothing was found wrong: from here on recovery may cut and write.
-    if result.torn_tail:
-        with map_errors("truncating the journal's torn tail", file=where):
-            journal.truncate(result.valid_end)
-            journal.sync()
     with map_errors("repairing the text segment", file=text.where):
-        if size != record_end:
-            text.handle.truncate(record_end)
+        if text.handle.size() != state.record_end:
+            text.handle.truncate(state.record_end)
         moved: list[tuple[str, int, int, int, int]] = []
         rewritten: list[tuple[int, int]] = []
-        for doc_id, op in unsynced.items():
+        for doc_id, op in state.unsynced.items():
             entry = table.get(doc_id)
             if entry is None or text.is_intact(entry.offset, entry.length, entry.crc):
                 continue
@@ -145,15 +199,9 @@ def recover(core: StoreCore, *, progress: Callable[[str], None] | None = None) -
             text.handle.append(record)
             entry.offset, entry.length, entry.crc = offset, len(record), record_crc(record)
             moved.append((doc_id, entry.revision, entry.offset, entry.length, entry.crc))
-        to_zero = [(off, length) for off, length, rev in dead if rev > zeroed_through] + rewritten
-    core.text_synced, core.zeroed_through = text_synced, zeroed_through
-    core.zero_records(to_zero)
-    if moved or to_zero or text.handle.size() != text_synced:
-        if progress:
-            progress(f"repaired {len(moved)} text records, zeroed {len(to_zero)}")
-        core.checkpoint(moved=moved)
-    # Counters describe this open's activity, not recovery's bookkeeping.
-    core.counters = Counters()
+    to_zero = [(off, length) for off, length, rev in state.dead
+               if rev > state.zeroed_through] + rewritten
+    return moved, to_zero
 
 
 def _matching_snapshot(core: StoreCore, journal: bytes

@@ -42,7 +42,7 @@ import zstandard
 
 from ..errors import CorruptStore, HmsError
 from ..index import persist
-from ..storage import manifest, tablesnap
+from ..storage import generations, manifest, tablesnap
 from ..storage.codec import Codec
 from ..storage.directory import Directory, FsDirectory
 from ..storage.journal import (
@@ -223,7 +223,7 @@ class Scrub:
         generation = None
         for name in self.directory.listdir(""):
             if self.directory.isdir(name):
-                if manifest.generation_number(name) is None:
+                if generations.generation_number(name) is None:
                     self.other(name)
                 continue
             data = self.whole(name)
@@ -234,7 +234,7 @@ class Scrub:
                     self.found(name, None, _reason(exc), rebuildable=False)
             elif name == manifest.CURRENT_FILE:
                 try:
-                    generation = manifest.read_current(self.directory)
+                    generation = generations.read_current(self.directory)
                 except CorruptStore as exc:
                     self.found(name, None, _reason(exc), rebuildable=False)
             elif name == "LOCK":
@@ -265,7 +265,7 @@ class Scrub:
         """Generations other than the live one: left by an interrupted compaction, erased by
         the next open; their content is searched (with their own labels), damage not reported."""
         for name in self.directory.listdir(""):
-            if manifest.generation_number(name) is None or name == live:
+            if generations.generation_number(name) is None or name == live:
                 continue
             self.notes.append(f"{name}: a generation an interrupted compaction left; the next "
                               "open erases it (searched, not verified)")

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
 
-from ..errors import DurabilityError, InvalidRequest, WrongKey, map_errors
+from ..errors import DurabilityError, InvalidRequest, map_errors
 from ..storage import manifest, tablesnap
-from ..storage.codec import PLAIN, Codec
+from ..storage.codec import Codec
 from ..storage.directory import Directory, FileHandle, MemoryDirectory
+from ..storage.generations import open_generation_files
 from ..storage.journal import (
     HEADER,
     HEADER_SIZE,
@@ -31,10 +31,8 @@ from ..storage.journal import (
     KIND_CHECKPOINT,
     KIND_TRANSACTION,
     MAGIC,
-    JournalFile,
     encode_frame,
 )
-from ..storage.keys import SealedCodec, new_encryption, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment, record_crc
 from .state import KEY_STRIDE, DocEntry, DocTable
@@ -71,26 +69,6 @@ class Counters:
     records_zeroed: int = 0
 
 
-def open_generation_files(directory: Directory, generation: str,
-                          codec: Codec) -> tuple[FileHandle, TextSegment]:
-    """Open (creating them if missing) a generation's journal and text segment; if the second
-    open fails, the first is closed, so no descriptor leaks.
-
-    The journal keeps a preallocated tail of zeros while open (storage/journal.py, JournalFile),
-    except in memory, where it would only cost memory."""
-    journal: FileHandle = JournalFile(
-        directory.open_file(f"{generation}/{manifest.JOURNAL_FILE}", create=True),
-        preallocate=not isinstance(directory, MemoryDirectory))
-    text_name = f"{generation}/{manifest.TEXT_FILE}"
-    try:
-        text_handle = directory.open_file(text_name, create=True)
-    except BaseException:
-        journal.close()
-        raise
-    return journal, TextSegment(text_handle, codec=codec, where=directory.describe(text_name),
-                                file_label=text_name.encode(), version=FORMAT_VERSION)
-
-
 class StoreCore:
     """One open store: lock held, generation files open, table recovered."""
 
@@ -117,74 +95,11 @@ class StoreCore:
         # what the tombstone replaced): set by the writer and at open, cleared by a compaction.
         self.purge_pending = False
 
-    # -- opening ---------------------------------------------------------------------------
-
     @classmethod
-    def open(cls, directory: Directory, *, analyzer: str, dim: int, embedding_dim: int | None,
-             now_ms: int, key: str | bytes | None = None,
-             progress: Callable[[str], None] | None = None) -> StoreCore:
-        """Lock, create if new, recover, and return the open core (the caller must ``close``)."""
-        from .recovery import recover  # recovery imports this module
-
-        directory.lock()
-        try:
-            with map_errors("opening the store", file=directory.describe("")):
-                manifest.check_store_directory(directory)
-                if directory.exists(manifest.FORMAT_FILE):
-                    fmt = StoreFormat.from_json(
-                        directory.read_bytes(manifest.FORMAT_FILE),
-                        where=directory.describe(manifest.FORMAT_FILE),
-                    )
-                    # The key is checked before any other file is read.
-                    if fmt.encryption is not None:
-                        codec: Codec = SealedCodec(open_encryption(key, fmt.encryption, fmt.store_id))
-                    elif key is not None:
-                        raise WrongKey("this store is not encrypted: open it without a key")
-                    else:
-                        codec = PLAIN
-                else:
-                    # Refused before anything is written: a new format.json would make an
-                    # encrypted store's files look plain (and its key check vanish).
-                    manifest.check_not_headless(directory)
-                    store_id = uuid.uuid4().hex
-                    encryption, codec = None, PLAIN
-                    if key is not None:
-                        encryption, derived = new_encryption(key, store_id)
-                        codec = SealedCodec(derived)
-                    fmt = StoreFormat(analyzer=analyzer, dim=dim, embedding_dim=embedding_dim,
-                                      created_ms=now_ms, store_id=store_id, encryption=encryption)
-                    directory.atomic_write(manifest.FORMAT_FILE, fmt.to_json())
-                if not directory.exists(manifest.CURRENT_FILE):
-                    generation = manifest.generation_name(1)
-                    directory.makedirs(generation)
-                    for name in (manifest.JOURNAL_FILE, manifest.TEXT_FILE):
-                        directory.open_file(f"{generation}/{name}", create=True).close()
-                    directory.sync_dir(generation)
-                    directory.sync_dir("")
-                    manifest.write_current(directory, generation)
-                generation = manifest.read_current(directory)
-                manifest.check_generation_files(directory, generation)
-                core = cls._open_generation(directory, fmt, generation, codec)
-            try:
-                recover(core, progress=progress)
-                core.purge_pending = core.tombstones_since_base()
-                from .compaction import remove_generation, stray_generations
-
-                # Left by an interrupted compaction: erase them (they may hold purged text).
-                for stray in stray_generations(directory, core.generation):
-                    with map_errors("removing a stray generation", file=directory.describe(stray)):
-                        remove_generation(directory, stray, zero=True)
-            except BaseException:
-                core._close_files()
-                raise
-            return core
-        except BaseException:
-            directory.unlock()
-            raise
-
-    @classmethod
-    def _open_generation(cls, directory: Directory, fmt: StoreFormat, generation: str,
-                         codec: Codec) -> StoreCore:
+    def open_generation(cls, directory: Directory, fmt: StoreFormat, generation: str,
+                        codec: Codec) -> StoreCore:
+        """A core over ``generation``'s files, its table still empty (engine/opening.py opens a
+        store: lock, format, recovery)."""
         journal, text = open_generation_files(directory, generation, codec)
         return cls(directory, fmt, generation, journal, text, codec)
 
@@ -334,7 +249,7 @@ class StoreCore:
         notices the change and reads again.
         """
         old_journal, old_text = self.journal, self.text.handle
-        fresh = StoreCore._open_generation(self.directory, self.format, name, self.codec)
+        fresh = StoreCore.open_generation(self.directory, self.format, name, self.codec)
         self.generation, self.journal, self.text = name, fresh.journal, fresh.text
         self.journal_label = fresh.journal_label
         entries = self.table.entries
@@ -357,7 +272,7 @@ class StoreCore:
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _close_files(self) -> None:
+    def close_files(self) -> None:
         self.journal.close()
         self.text.handle.close()
 
@@ -373,7 +288,7 @@ class StoreCore:
             if not self.dirty and self.broken is None:
                 self.write_table_snapshot()
         finally:
-            self._close_files()
+            self.close_files()
             self.directory.unlock()
 
     def write_table_snapshot(self) -> None:

@@ -29,6 +29,11 @@ MAX_BATCH_TEXT_BYTES = 64 * 1024 * 1024
 # one journal frame, so it stays well under the frame limit (storage/journal.py, 256 MiB).
 MAX_TRANSACTION_DOCUMENTS = 1_000_000
 MAX_TRANSACTION_TEXT_BYTES = 160 * 1024 * 1024
+# The weight of the embedding channel against BM25 (weight 1) in reciprocal rank fusion: the
+# default of search_documents, and the memory layer's default (MemoryConfig.semantic_weight), so
+# that recall with a query vector ranks like search_documents with the same vector. Tuned on
+# LoCoMo's training conversations (bench/quality.py).
+DEFAULT_SEMANTIC_WEIGHT = 0.3
 
 
 @attrs.frozen(kw_only=True)
@@ -297,14 +302,41 @@ def check_embedding(value: object, field: str = "embedding") -> np.ndarray | Non
 def make_put(id: object, text: object, metadata: object = None, embedding: object = None,
              *, where: str = "") -> PutOp:
     if metadata is not None and isinstance(metadata, Mapping) and TOMBSTONE_KEY in metadata:
-        raise InvalidRequest(f"{where}metadata.{TOMBSTONE_KEY}: reserved for the tombstones of purged ids",
-                             hint="purge with delete_document(id, purge=True) or transact(tombstones=...)")
+        raise _reserved_key(where)
     return PutOp(
         id=check_id(id, f"{where}id"),
         text=check_text(text, f"{where}text"),
         metadata_json=check_metadata(metadata, f"{where}metadata"),
         embedding=check_embedding(embedding, f"{where}embedding"),
     )
+
+
+def put_op(id: str, text: str, metadata_json: str | None, embedding: np.ndarray | None, *,
+           where: str = "") -> PutOp:
+    """A put from parts the caller already validated with ``check_id``, ``check_text``,
+    ``check_metadata`` (whose compact JSON it may extend with keys of its own, as the memory
+    layer adds its stamp) and ``check_embedding``: the remember path checks each part once.
+    Only what composing the parts can break is checked here: the metadata JSON's total size and
+    the tombstone key, reserved to the engine."""
+    if metadata_json is not None:
+        size = _utf8_size(metadata_json, f"{where}metadata")
+        if size > MAX_METADATA_BYTES:
+            raise InvalidRequest(
+                f"{where}metadata: {size} bytes of JSON is over the limit of {MAX_METADATA_BYTES}")
+        if metadata_json.startswith(TOMBSTONE_PREFIX) or f'"{TOMBSTONE_KEY}":' in metadata_json:
+            _refuse_tombstone_key(metadata_json, where)
+    return PutOp(id=id, text=text, metadata_json=metadata_json, embedding=embedding)
+
+
+def _refuse_tombstone_key(metadata_json: str, where: str) -> None:
+    # The cheap test above may match inside a string value: decide on the parsed object.
+    if TOMBSTONE_KEY in json.loads(metadata_json):
+        raise _reserved_key(where)
+
+
+def _reserved_key(where: str) -> InvalidRequest:
+    return InvalidRequest(f"{where}metadata.{TOMBSTONE_KEY}: reserved for the tombstones of purged ids",
+                          hint="purge with delete_document(id, purge=True) or transact(tombstones=...)")
 
 
 def make_tombstone(id: object, purged_at: int, *, where: str = "") -> PutOp:
@@ -318,7 +350,8 @@ _ITEM_FIELDS = frozenset({"id", "text", "metadata", "embedding"})
 
 def make_puts(items: object, *, max_documents: int | None = None,
               max_text_bytes: int | None = None) -> list[PutOp]:
-    """Validate the items of ``put_documents``: dicts or :class:`Document` values, unique ids.
+    """Validate the items of ``put_documents``: dicts or :class:`Document` values (or puts
+    already validated, ``PutOp`` from ``make_put``/``put_op``), unique ids.
     The limits default to a put_documents batch's (read at call time)."""
     max_documents = MAX_BATCH_DOCUMENTS if max_documents is None else max_documents
     max_text_bytes = MAX_BATCH_TEXT_BYTES if max_text_bytes is None else max_text_bytes
@@ -333,7 +366,9 @@ def make_puts(items: object, *, max_documents: int | None = None,
     total = 0
     for i, item in enumerate(items):
         where = f"items[{i}]."
-        if isinstance(item, Document):
+        if isinstance(item, PutOp):
+            op = item  # validated when it was made (make_put, put_op)
+        elif isinstance(item, Document):
             op = make_put(item.id, item.text, item.metadata, item.embedding, where=where)
         elif isinstance(item, Mapping):
             unknown = set(item) - _ITEM_FIELDS

@@ -13,18 +13,19 @@ from hmsengine.kernels.bm25 import (
     K1_PLUS_1,
     B,
     bm25_accumulate,
+    bm25_bound,
     bm25_idf,
     bm25_norm,
     bm25_norms,
     bm25_score_docs,
-    bm25_term_score,
+    bm25_term,
     build_postings,
     new_scratch,
     sparse_accumulate,
     sparse_score_docs,
 )
 from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
-from hmsengine.kernels.jit import jit, warm_up
+from hmsengine.kernels.jit import jit
 from hmsengine.kernels.ngram import (
     csr_transpose,
     ngram_features,
@@ -33,17 +34,19 @@ from hmsengine.kernels.ngram import (
     normalise_text,
 )
 from hmsengine.kernels.topk import merge_topk, reset_touched, topk_touched
+from hmsengine.kernels.warmup import warm_up
 
 __all__ = [
     "K1",
     "K1_PLUS_1",
     "B",
     "bm25_accumulate",
+    "bm25_bound",
     "bm25_idf",
     "bm25_norm",
     "bm25_norms",
     "bm25_score_docs",
-    "bm25_term_score",
+    "bm25_term",
     "build_postings",
     "cosine_topk",
     "csr_transpose",

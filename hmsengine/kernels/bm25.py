@@ -13,9 +13,10 @@ sum returns to 0. ``topk.topk_touched`` (or ``topk.reset_touched``) cleans both 
 Bit-for-bit reproducibility: every path adds the same float64 contributions, one per query term
 in the order of ``term_ids``, starting from 0.0. The caller passes terms sorted by term id so the
 order is fixed. The contribution of a term with weight ``w`` (idf times its multiplicity in the
-query) to a document with term frequency ``tf`` and norm ``norm`` is
-``w * tf * K1_PLUS_1 / (tf + norm)``, evaluated left to right in float64, the same in
-``bm25_term_score`` (plain Python, for explanations).
+query) to a document with term frequency ``tf`` and norm ``norm`` is ``bm25_term(w, tf, norm)``:
+the formula is written there once, and every BM25 kernel (here, in ``pruning`` and ``topk``)
+calls it, inlined by numba, so no path can drift from another. (``reference`` writes it out
+again on purpose: it is the independent oracle the tests hold the kernels to.)
 
 A term id outside ``[0, n_terms)`` contributes nothing (callers may map unknown terms to -1).
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import inline, jit
 
 K1 = 1.2
 B = 0.75
@@ -82,10 +83,26 @@ def bm25_idf(df: npt.ArrayLike, n_docs: int) -> npt.NDArray[np.float64] | float:
     return idf
 
 
-def bm25_term_score(weight: float, tf: float, norm: float) -> float:
-    """One term's contribution in plain Python, bit-identical to the kernels' arithmetic."""
-    tf = float(tf)
-    return float(weight) * tf * K1_PLUS_1 / (tf + float(norm))
+@inline
+def bm25_term(weight: float, tf: float, norm: float) -> float:
+    """One query term's BM25 contribution to one document: ``weight * tf * (k1 + 1) / (tf +
+    norm)`` with ``weight`` = idf times the term's count in the query and ``norm`` =
+    ``bm25_norm`` of the document's length, in float64, left to right.
+
+    The one place the formula is written: every BM25 kernel calls it (inlined by numba, so a
+    loop costs what it cost with the formula written out in it), and a search's lexical score,
+    hence what ``explain`` reports, is a sum of it. ``tf`` may be a float32 posting value: it is
+    widened first, as the kernels always did.
+    """
+    tf = np.float64(tf)
+    return weight * tf * K1_PLUS_1 / (tf + norm)
+
+
+@inline
+def bm25_bound(weight: float) -> float:
+    """The least upper bound of ``bm25_term(weight, tf, norm)`` over every ``tf`` and ``norm``
+    (its limit as ``tf`` grows): what MaxScore pruning (``pruning``) bounds a term by."""
+    return weight * K1_PLUS_1
 
 
 @jit
@@ -105,7 +122,7 @@ def bm25_accumulate(
     """Add the BM25 contributions of the query terms to ``acc``; return the new ``n_touched``.
 
     For each query term in order, for each posting ``(d, tf)`` with ``allowed[d] != 0``:
-    ``acc[d] += term_weights[i] * tf * K1_PLUS_1 / (tf + norms[d])`` in float64; the first time
+    ``acc[d] += bm25_term(term_weights[i], tfs[p], norms[d])`` in float64; the first time
     ``d`` is reached (``seen[d] == 0``) it is marked and appended to ``touched``. ``allowed``,
     ``norms``, ``acc``, ``seen`` and ``touched`` have at least ``n_docs`` entries. Allocates
     nothing. Several calls may accumulate into the same scratch before one ``topk_touched``.
@@ -124,8 +141,7 @@ def bm25_accumulate(
                 seen[d] = 1
                 touched[n_touched] = d
                 n_touched += 1
-            tf = np.float64(tfs[p])
-            acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+            acc[d] += bm25_term(w, tfs[p], norms[d])
     return n_touched
 
 
@@ -231,15 +247,13 @@ def bm25_score_docs(
                 if p == hi:
                     break
                 if doc_ids[p] == d:
-                    tf = np.float64(tfs[p])
-                    out[j] += w * tf * K1_PLUS_1 / (tf + norms[d])
+                    out[j] += bm25_term(w, tfs[p], norms[d])
         else:
             for j in range(m):
                 d = docs[j]
                 p = _find(doc_ids, lo, hi, d)
                 if p >= 0:
-                    tf = np.float64(tfs[p])
-                    out[j] += w * tf * K1_PLUS_1 / (tf + norms[d])
+                    out[j] += bm25_term(w, tfs[p], norms[d])
     return out
 
 

@@ -1,4 +1,4 @@
-"""The one numba decorator every kernel uses, and the warm-up the engine runs at open.
+"""The numba decorators every kernel uses: ``jit`` for kernels, ``inline`` for their scalar parts.
 
 Every kernel is compiled with ``nogil=True`` (a worker thread runs it while the event loop goes
 on) and ``cache=True`` (the first compile of all kernels takes tens of seconds on a 2-core machine;
@@ -12,7 +12,8 @@ that mode too). Kernels therefore use only constructs that also work as plain Py
 typed containers, no ``numba.prange``.
 
 Cache caveat: numba keys a cached kernel on its own source file only. A kernel that calls a jitted
-helper from another module (``cosine`` uses ``topk``'s helpers) keeps a stale compiled copy after
+helper from another module (``cosine`` uses ``topk``'s helpers, every BM25 kernel inlines
+``bm25.bm25_term``) keeps a stale compiled copy after
 that helper's file changes until its own file changes too; delete ``hmsengine/kernels/__pycache__``
 after editing a helper during development.
 """
@@ -24,11 +25,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
-import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _njit = functools.partial(numba.njit, nogil=True, cache=True)
+_njit_inline = functools.partial(numba.njit, nogil=True, cache=True, inline="always")
 
 
 def jit(func: F) -> F:
@@ -39,74 +40,11 @@ def jit(func: F) -> F:
     return cast(F, _njit(func))
 
 
-def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    out = []
-    for a in arrays:
-        b = a.copy()
-        b.flags.writeable = False
-        out.append(b)
-    return tuple(out)
+def inline(func: F) -> F:
+    """Compile ``func`` as a scalar helper that numba inlines into every kernel calling it.
 
-
-def warm_up() -> None:
-    """Call every kernel once on tiny arrays so that no real query pays for a compile.
-
-    Compiles (or loads from numba's cache) the specialisations the engine uses: postings arrays
-    (offsets, doc_ids, tfs/values) and the cosine matrix both writable and read-only (as they are
-    when viewed over a ``bytes`` buffer or a read-only memory map); the tokenizer's text bytes
-    read-only only (the analyzer always views them over a ``bytes`` object); every other argument
-    writable, with the dtypes the kernels document. A call with any other dtype or layout compiles a new
-    specialisation on first use (seconds). Blocking and CPU-bound: run it in a worker thread.
+    ``inline="always"`` works on numba's own intermediate representation: the calling kernel is
+    compiled as if the helper's arithmetic were written out in its loop (same IEEE operations,
+    same order, so the same bits). Callable from plain Python too, through numba's dispatcher.
     """
-    # Imported here: the kernel modules import ``jit`` from this module.
-    from hmsengine.kernels import bm25, cosine, ngram, pruning, tokenize, topk
-
-    n_docs = 3
-    offsets = np.array([0, 2, 3], dtype=np.int64)
-    doc_ids = np.array([0, 2, 1], dtype=np.int32)
-    tfs = np.array([1.0, 2.0, 1.0], dtype=np.float32)
-    norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
-    term_ids = np.array([0, 1], dtype=np.int32)
-    weights = np.array([1.0, 0.5], dtype=np.float64)
-    allowed = np.ones(n_docs, dtype=np.uint8)
-    docs = np.array([0, 1], dtype=np.int32)
-    acc, seen, touched = bm25.new_scratch(n_docs)
-    for off, ids, vals in ((offsets, doc_ids, tfs), _readonly(offsets, doc_ids, tfs)):
-        n = bm25.bm25_accumulate(
-            off, ids, vals, norms, term_ids, weights, allowed, acc, seen, touched, 0
-        )
-        topk.topk_touched(acc, seen, touched, n, 2, 0)
-        n = bm25.sparse_accumulate(
-            off, ids, vals, term_ids, weights, allowed, acc, seen, touched, 0
-        )
-        topk.reset_touched(acc, seen, touched, n)
-        bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
-        bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
-        n = bm25.bm25_accumulate(
-            off, ids, vals, norms, term_ids[:1], weights[:1], allowed, acc, seen, touched, 0
-        )
-        topk.topk_touched(acc, seen, touched, n, 2, 0)
-        docnums = np.arange(n_docs, dtype=np.int64)
-        for check in (False, True):
-            for depth in (1, 2 * topk.INSERTION_MAX):  # insertion and heap buffers
-                top_s = np.empty(depth, dtype=np.float64)
-                top_d = np.empty(depth, dtype=np.int64)
-                top_n = np.zeros(1, dtype=np.int64)
-                pruning.bm25_segment_topk(off, ids, vals, norms, term_ids, weights, allowed, check,
-                                          docnums, top_s, top_d, top_n, acc, seen, touched,
-                                          pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
-                topk.topk_finish(top_s, top_d, int(top_n[0]))
-    bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
-    indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
-    ngram.csr_transpose(indptr, indices, values, 64)
-    ngram.ngram_query("warm", 64)
-    # As Analyzer.term_ids calls them: the bytes viewed read-only over a ``bytes`` object.
-    occ, occ_starts, _ = tokenize.ascii_tokens(
-        np.frombuffer(b"Warm up\x00WARM", dtype=np.uint8), np.array([0, 8, 12], dtype=np.int64)
-    )
-    tokenize.term_ranks(np.frombuffer(b"warm  up warm", dtype=np.uint8), 4, 32)
-    tokenize.apply_lut(occ, occ_starts, np.array([0, -1], dtype=np.int32))
-    matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
-    query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
-    for m in (matrix, *_readonly(matrix)):
-        cosine.cosine_topk(m, query, allowed, 2)
+    return cast(F, _njit_inline(func))

@@ -28,11 +28,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.bm25 import K1_PLUS_1, _find, bm25_accumulate, bm25_score_docs
+from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_bound, bm25_score_docs, bm25_term
 from hmsengine.kernels.jit import jit
 from hmsengine.kernels.topk import (
     bm25_term_topk,
     ranks_before,
+    reset_touched,
     topk_finish,
     topk_offer,
     topk_touched,
@@ -90,8 +91,7 @@ def term_kth(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        tf = np.float64(tfs[p])
-        v = w * tf * K1_PLUS_1 / (tf + norms[d])
+        v = bm25_term(w, tfs[p], norms[d])
         if count == k:
             if v <= buf[k - 1]:
                 continue
@@ -119,8 +119,7 @@ def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        tf = np.float64(tfs[p])
-        c = w * tf * K1_PLUS_1 / (tf + norms[d])
+        c = bm25_term(w, tfs[p], norms[d])
         if seen[d] == 0:
             if c < lim:
                 continue
@@ -129,6 +128,137 @@ def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int
             n_touched += 1
         acc[d] += c
     return n_touched
+
+
+@jit
+def _suffix_bounds(bounds: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    # remaining[i]: the sum of the bounds of terms i.. (what a document can still gain there).
+    nq = bounds.shape[0]
+    remaining = np.zeros(nq + 1, dtype=np.float64)
+    for i in range(nq - 1, -1, -1):
+        remaining[i] = remaining[i + 1] + bounds[i]
+    return remaining
+
+
+@jit
+def _touch_phase(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                 tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+                 term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
+                 bounds: npt.NDArray[np.float64], remaining: npt.NDArray[np.float64], tol: float,
+                 allowed: npt.NDArray[np.uint8], check_allowed: bool, theta: float, depth: int,
+                 buf: npt.NDArray[np.float64], acc: npt.NDArray[np.float64],
+                 seen: npt.NDArray[np.uint8],
+                 touched: npt.NDArray[np.int32]) -> tuple[int, int, float]:
+    """MaxScore's first phase: terms in bound order, each touching only the documents that can
+    still reach the bar ``theta``, which rises with the k-th best partial sum; it ends once the
+    bounds of the remaining terms alone cannot reach the bar. ``(touched, next term, bar)``."""
+    nq = term_ids.shape[0]
+    n = 0
+    pos = 0
+    done = 0.0  # sum of the bounds of the terms accumulated: no partial sum exceeds it
+    while pos < nq:
+        if remaining[pos] < theta - tol:
+            break  # an untouched document cannot reach the bar any more
+        t = term_ids[pos]
+        if theta == -np.inf and offsets[t + 1] - offsets[t] >= depth:
+            # No bar yet: this term's own k-th best contribution is one (a cheap pass that
+            # spares touching every document of a common term).
+            theta = term_kth(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
+                             check_allowed, depth, buf)
+        # A document first reached here is only worth touching if it can still reach the bar.
+        n = _accumulate_term(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
+                             check_allowed, theta - tol - remaining[pos + 1], acc, seen,
+                             touched, n)
+        done += bounds[pos]
+        pos += 1
+        # The k-th best partial sum can only stop the loop when it may exceed what remains.
+        if pos < nq and n >= depth and done + tol >= remaining[pos]:
+            kth = kth_largest(acc, touched, n, depth, buf)
+            if kth > theta:
+                theta = kth
+    return n, pos, theta
+
+
+@jit
+def _candidates(acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
+                touched: npt.NDArray[np.int32], n: int, lim: float) -> tuple[npt.NDArray[np.int32], int]:
+    # The touched documents whose partial sum can still reach the bar, marked seen = 2.
+    cand = np.empty(n, dtype=np.int32)
+    nc = 0
+    for i in range(n):
+        d = touched[i]
+        if acc[d] >= lim:
+            cand[nc] = d
+            nc += 1
+            seen[d] = 2
+    return cand, nc
+
+
+@jit
+def _add_term_to_candidates(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                            tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int,
+                            w: float, cand: npt.NDArray[np.int32], nc: int,
+                            acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8]) -> None:
+    # Term ``t``'s contributions to the candidates only (marked seen = 2): a binary search per
+    # candidate when they are few next to its postings, else one pass over the postings.
+    lo = offsets[t]
+    hi = offsets[t + 1]
+    if nc * _SEARCH_RATIO < hi - lo:
+        for i in range(nc):
+            d = cand[i]
+            p = _find(doc_ids, lo, hi, d)
+            if p >= 0:
+                acc[d] += bm25_term(w, tfs[p], norms[d])
+    else:
+        for p in range(lo, hi):
+            d = doc_ids[p]
+            if seen[d] == 2:
+                acc[d] += bm25_term(w, tfs[p], norms[d])
+
+
+@jit
+def _shrink_candidates(acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
+                       cand: npt.NDArray[np.int32], nc: int, lim: float) -> int:
+    # Keep the candidates whose partial sum can still reach the bar (in place); the others go
+    # back to seen = 1. The new count.
+    kept = 0
+    for i in range(nc):
+        d = cand[i]
+        if acc[d] >= lim:
+            cand[kept] = d
+            kept += 1
+        else:
+            seen[d] = 1
+    return kept
+
+
+@jit
+def _best_by_partial_sum(acc: npt.NDArray[np.float64], cand: npt.NDArray[np.int32], nc: int,
+                         pick: int) -> npt.NDArray[np.int32]:
+    # The best ``pick`` of the candidates by partial sum (score descending, document ascending).
+    m = min(pick, nc)
+    scores = np.empty(m, dtype=np.float64)
+    docs = np.empty(m, dtype=np.int64)
+    count = 0
+    if m > 0:
+        worst = worst_index(m)
+        bar_s = 0.0
+        bar_d = np.int64(0)
+        for i in range(nc):
+            d = cand[i]
+            s = acc[d]
+            g = np.int64(d)
+            if count == m and not ranks_before(s, g, bar_s, bar_d):
+                continue
+            count = topk_offer(scores, docs, count, s, g)
+            if count == m:
+                bar_s = scores[worst]
+                bar_d = docs[worst]
+        topk_finish(scores, docs, count)
+    out = np.empty(count, dtype=np.int32)
+    for i in range(count):
+        out[i] = np.int32(docs[i])
+    return out
 
 
 @jit
@@ -153,7 +283,7 @@ def bm25_maxscore(
 
     ``term_ids`` (valid ids in ``[0, n_terms)``, distinct), ``term_weights`` and ``bounds`` are in
     processing order, bounds descending; ``bounds[i]`` must be >= every contribution of term
-    ``i`` (``term_weights[i] * K1_PLUS_1`` is). ``theta0`` is a lower bound on the final k-th
+    ``i`` (``bm25_bound(term_weights[i])`` is). ``theta0`` is a lower bound on the final k-th
     best score (``-inf`` when unknown): a document scoring below it is not wanted. ``allowed``
     is read only when ``check_allowed``. Scratch ``acc``, ``seen``, ``touched`` as in
     ``bm25_accumulate`` (zero on entry; cleaned again on return).
@@ -163,107 +293,31 @@ def bm25_maxscore(
     the exact top ``depth`` scoring >= ``theta0`` is among them whenever ``pick`` covers the
     rounding near-ties (the caller uses ``2 * depth + 8`` and re-scores exactly). Allocates
     O(touched) at most.
+
+    The steps: the touch phase (``_touch_phase``) while an untouched document can still reach
+    the bar; then the candidates that can (``_candidates``) get the remaining terms
+    (``_add_term_to_candidates``), the bar rising and the candidates shrinking term by term
+    (``_shrink_candidates``); the best ``pick`` of them by partial sum are the answer.
     """
     nq = term_ids.shape[0]
-    remaining = np.zeros(nq + 1, dtype=np.float64)
-    for i in range(nq - 1, -1, -1):
-        remaining[i] = remaining[i + 1] + bounds[i]
+    remaining = _suffix_bounds(bounds)
     tol = TOLERANCE * (1.0 + remaining[0])
     buf = np.empty(max(depth, 1), dtype=np.float64)
-    theta = theta0
-    n = 0
-    pos = 0
-    done = 0.0  # sum of the bounds of the terms accumulated: no partial sum exceeds it
+    n, pos, theta = _touch_phase(offsets, doc_ids, tfs, norms, term_ids, term_weights, bounds,
+                                 remaining, tol, allowed, check_allowed, theta0, depth, buf, acc,
+                                 seen, touched)
+    cand, nc = _candidates(acc, seen, touched, n, theta - tol - remaining[pos])
     while pos < nq:
-        if remaining[pos] < theta - tol:
-            break  # an untouched document cannot reach the bar any more
-        t = term_ids[pos]
-        if theta == -np.inf and offsets[t + 1] - offsets[t] >= depth:
-            # No bar yet: this term's own k-th best contribution is one (a cheap pass that
-            # spares touching every document of a common term).
-            theta = term_kth(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
-                             check_allowed, depth, buf)
-        # A document first reached here is only worth touching if it can still reach the bar.
-        n = _accumulate_term(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
-                             check_allowed, theta - tol - remaining[pos + 1], acc, seen,
-                             touched, n)
-        done += bounds[pos]
-        pos += 1
-        # The k-th best partial sum can only stop the loop when it may exceed what remains.
-        if pos < nq and n >= depth and done + tol >= remaining[pos]:
-            kth = kth_largest(acc, touched, n, depth, buf)
-            if kth > theta:
-                theta = kth
-    # The documents that can still reach the bar, marked seen = 2.
-    cand = np.empty(n, dtype=np.int32)
-    nc = 0
-    lim = theta - tol - remaining[pos]
-    for i in range(n):
-        d = touched[i]
-        if acc[d] >= lim:
-            cand[nc] = d
-            nc += 1
-            seen[d] = 2
-    while pos < nq:
-        t = term_ids[pos]
-        w = term_weights[pos]
-        lo = offsets[t]
-        hi = offsets[t + 1]
-        if nc * _SEARCH_RATIO < hi - lo:
-            for i in range(nc):
-                d = cand[i]
-                p = _find(doc_ids, lo, hi, d)
-                if p >= 0:
-                    tf = np.float64(tfs[p])
-                    acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
-        else:
-            for p in range(lo, hi):
-                d = doc_ids[p]
-                if seen[d] == 2:
-                    tf = np.float64(tfs[p])
-                    acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
+        _add_term_to_candidates(offsets, doc_ids, tfs, norms, term_ids[pos], term_weights[pos],
+                                cand, nc, acc, seen)
         pos += 1
         if pos < nq:
             kth = kth_largest(acc, cand, nc, depth, buf)
             if kth > theta:
                 theta = kth
-            lim = theta - tol - remaining[pos]
-            kept = 0
-            for i in range(nc):
-                d = cand[i]
-                if acc[d] >= lim:
-                    cand[kept] = d
-                    kept += 1
-                else:
-                    seen[d] = 1
-            nc = kept
-    # The best ``pick`` candidates by partial sum, then clean the scratch.
-    m = min(pick, nc)
-    scores = np.empty(m, dtype=np.float64)
-    docs = np.empty(m, dtype=np.int64)
-    count = 0
-    if m > 0:
-        worst = worst_index(m)
-        bar_s = 0.0
-        bar_d = np.int64(0)
-        for i in range(nc):
-            d = cand[i]
-            s = acc[d]
-            g = np.int64(d)
-            if count == m and not ranks_before(s, g, bar_s, bar_d):
-                continue
-            count = topk_offer(scores, docs, count, s, g)
-            if count == m:
-                bar_s = scores[worst]
-                bar_d = docs[worst]
-        topk_finish(scores, docs, count)
-    for i in range(n):
-        d = touched[i]
-        acc[d] = 0.0
-        seen[d] = 0
-    out = np.empty(count, dtype=np.int32)
-    for i in range(count):
-        out[i] = np.int32(docs[i])
+            nc = _shrink_candidates(acc, seen, cand, nc, theta - tol - remaining[pos])
+    out = _best_by_partial_sum(acc, cand, nc, pick)
+    reset_touched(acc, seen, touched, n)
     return out
 
 
@@ -299,9 +353,14 @@ def bm25_dense_topk(
             d = doc_ids[p]
             if check_allowed and allowed[d] == 0:
                 continue
-            tf = np.float64(tfs[p])
-            acc[d] += w * tf * K1_PLUS_1 / (tf + norms[d])
-    n_docs = norms.shape[0]
+            acc[d] += bm25_term(w, tfs[p], norms[d])
+    return _dense_scan_topk(acc, norms.shape[0], k)
+
+
+@jit
+def _dense_scan_topk(acc: npt.NDArray[np.float64], n_docs: int,
+                     k: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    # The top k of acc[:n_docs] (sums > 0 only), in blocks; acc is zeroed on the way out.
     m = max(k, 0)
     scores = np.empty(m, dtype=np.float64)
     docs = np.empty(m, dtype=np.int64)
@@ -383,16 +442,44 @@ def bm25_segment_topk(
     top-k buffer; the highest-weight terms that can fill the top k bring at least
     ``1/dense_ratio`` of the postings and there are at least as many postings as documents,
     ``bm25_dense_topk``; fewer than ``prune_min`` postings, plain accumulation; otherwise
-    ``bm25_maxscore``, then an exact re-score of its candidates in the canonical order. Every
+    ``bm25_maxscore``, then an exact re-score of its candidates in the canonical order
+    (``_maxscore_topk``); the segment's best then join the shared buffer (``_offer_segment``). Every
     path gives the same result (the thresholds are parameters so tests can force each; the
     engine passes ``PRUNE_MIN_POSTINGS`` and ``DENSE_RATIO``). No default values: numba's
     dispatcher takes a slow path (~0.1 ms a call) when an argument is omitted.
     Scratch as in ``bm25_accumulate`` (clean on entry and on return).
     """
     depth = top_s.shape[0]
+    order, nv, postings = _terms_by_bound(offsets, term_ids, term_weights)
+    if nv == 0 or depth <= 0:
+        return
+    if nv == 1:
+        i = order[0]
+        scores, docs = bm25_term_topk(offsets, doc_ids, tfs, norms, term_ids[i],
+                                      term_weights[i], allowed, check_allowed, depth)
+    elif _filling_prefix(offsets, term_ids, order, nv, depth) * dense_ratio >= postings \
+            and postings >= norms.shape[0]:
+        scores, docs = bm25_dense_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
+                                       allowed, check_allowed, depth, acc)
+    elif postings < prune_min:
+        n = bm25_accumulate(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed, acc,
+                            seen, touched, 0)
+        scores, docs = topk_touched(acc, seen, touched, n, depth, 0)
+    else:
+        theta0 = top_s[worst_index(depth)] if top_n[0] == depth else -np.inf
+        scores, docs = _maxscore_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
+                                      order, nv, allowed, check_allowed, theta0, depth, acc,
+                                      seen, touched)
+    _offer_segment(scores, docs, docnums, top_s, top_d, top_n)
+
+
+@jit
+def _terms_by_bound(offsets: npt.NDArray[np.int64], term_ids: npt.NDArray[np.int32],
+                    term_weights: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], int, int]:
+    # The query positions of the terms with postings in the segment, largest bound (weight)
+    # first, then canonical position: (order, how many, their postings in all).
     n_terms = offsets.shape[0] - 1
     nq = term_ids.shape[0]
-    # Valid terms in processing order: largest bound (weight) first, then canonical position.
     order = np.empty(nq, dtype=np.int64)
     nv = 0
     postings = 0
@@ -407,49 +494,60 @@ def bm25_segment_topk(
             pos -= 1
         order[pos] = i
         postings += offsets[t + 1] - offsets[t]
-    if nv == 0 or depth <= 0:
-        return
-    worst = worst_index(depth)
+    return order, nv, postings
+
+
+@jit
+def _filling_prefix(offsets: npt.NDArray[np.int64], term_ids: npt.NDArray[np.int32],
+                    order: npt.NDArray[np.int64], nv: int, depth: int) -> int:
+    # The postings of the highest-bound terms up to the first whose postings can fill the top k.
     prefix = 0
     for j in range(nv):
         t = term_ids[order[j]]
         prefix += offsets[t + 1] - offsets[t]
         if prefix >= depth:
             break
-    if nv == 1:
-        i = order[0]
-        scores, docs = bm25_term_topk(offsets, doc_ids, tfs, norms, term_ids[i],
-                                      term_weights[i], allowed, check_allowed, depth)
-    elif prefix * dense_ratio >= postings and postings >= norms.shape[0]:
-        scores, docs = bm25_dense_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
-                                       allowed, check_allowed, depth, acc)
-    elif postings < prune_min:
-        n = bm25_accumulate(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed, acc,
-                            seen, touched, 0)
-        scores, docs = topk_touched(acc, seen, touched, n, depth, 0)
-    else:
-        ids_o = np.empty(nv, dtype=np.int32)
-        w_o = np.empty(nv, dtype=np.float64)
-        bounds = np.empty(nv, dtype=np.float64)
-        for j in range(nv):
-            ids_o[j] = term_ids[order[j]]
-            w_o[j] = term_weights[order[j]]
-            bounds[j] = w_o[j] * K1_PLUS_1
-        theta0 = top_s[worst] if top_n[0] == depth else -np.inf
-        picked = bm25_maxscore(offsets, doc_ids, tfs, norms, ids_o, w_o, bounds, allowed,
-                               check_allowed, theta0, depth, 2 * depth + 8, acc, seen, touched)
-        exact = bm25_score_docs(offsets, doc_ids, tfs, norms, term_ids, term_weights, picked)
-        m = min(depth, picked.shape[0])
-        scores = np.empty(m, dtype=np.float64)
-        docs = np.empty(m, dtype=np.int64)
-        count = 0
-        for j in range(picked.shape[0]):
-            count = topk_offer(scores, docs, count, exact[j], np.int64(picked[j]))
-        topk_finish(scores, docs, count)
-        scores = scores[:count]
-        docs = docs[:count]
-    # Into the query's buffer: best first, so the first that fails the bar ends it (local and
-    # global numbers rise together).
+    return prefix
+
+
+@jit
+def _maxscore_topk(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                   tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+                   term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
+                   order: npt.NDArray[np.int64], nv: int, allowed: npt.NDArray[np.uint8],
+                   check_allowed: bool, theta0: float, depth: int, acc: npt.NDArray[np.float64],
+                   seen: npt.NDArray[np.uint8],
+                   touched: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    # MaxScore over the terms in bound order, then the exact scores of its candidates (the
+    # canonical term order, bm25_score_docs): the segment's top ``depth``, best first.
+    ids_o = np.empty(nv, dtype=np.int32)
+    w_o = np.empty(nv, dtype=np.float64)
+    bounds = np.empty(nv, dtype=np.float64)
+    for j in range(nv):
+        ids_o[j] = term_ids[order[j]]
+        w_o[j] = term_weights[order[j]]
+        bounds[j] = bm25_bound(w_o[j])
+    picked = bm25_maxscore(offsets, doc_ids, tfs, norms, ids_o, w_o, bounds, allowed,
+                           check_allowed, theta0, depth, 2 * depth + 8, acc, seen, touched)
+    exact = bm25_score_docs(offsets, doc_ids, tfs, norms, term_ids, term_weights, picked)
+    m = min(depth, picked.shape[0])
+    scores = np.empty(m, dtype=np.float64)
+    docs = np.empty(m, dtype=np.int64)
+    count = 0
+    for j in range(picked.shape[0]):
+        count = topk_offer(scores, docs, count, exact[j], np.int64(picked[j]))
+    topk_finish(scores, docs, count)
+    return scores[:count], docs[:count]
+
+
+@jit
+def _offer_segment(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
+                   docnums: npt.NDArray[np.int64], top_s: npt.NDArray[np.float64],
+                   top_d: npt.NDArray[np.int64], top_n: npt.NDArray[np.int64]) -> None:
+    # A segment's top (best first, local numbers) into the query's shared buffer: the first
+    # that fails the bar ends it (local and global numbers rise together).
+    depth = top_s.shape[0]
+    worst = worst_index(depth)
     count = top_n[0]
     for j in range(scores.shape[0]):
         g = docnums[docs[j]]

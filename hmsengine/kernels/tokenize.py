@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import inline, jit
 
 U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
@@ -76,6 +76,46 @@ def _grow(table: I64, meta: I64, n_dist: int) -> tuple[I64, I64]:
 
 
 @jit
+def _batch_bytes(data: U8, bounds: I64) -> int:
+    # The bytes the documents span, after checking ``bounds`` (compiled kernels do not
+    # bounds-check their indexing).
+    n_docs = max(bounds.shape[0] - 1, 0)
+    for d in range(n_docs):
+        if bounds[d] > bounds[d + 1]:
+            raise ValueError("ascii_tokens: bounds must be non-decreasing")
+    if n_docs > 0 and (bounds[0] < 0 or bounds[n_docs] > data.shape[0]):
+        raise ValueError("ascii_tokens: bounds must lie within data")
+    nbytes = bounds[n_docs] - bounds[0] if n_docs > 0 else 0
+    if nbytes > _LOW31:
+        raise ValueError("ascii_tokens: a batch must be shorter than 2**31 bytes")
+    return nbytes
+
+
+@inline
+def _find_token(table: I64, meta: I64, distinct: U8, h: int, pos: int,
+                length: int) -> tuple[int, int]:
+    # The token at ``distinct[pos:pos+length]`` (hash ``h``) in the table: (its slot, its
+    # distinct index), or (the empty slot where it goes, -1). Bytes are compared on every hash
+    # match, so a collision never merges two tokens.
+    mask = table.shape[0] - 1
+    slot = _slot(h, mask)
+    e = table[slot]
+    while e >= 0:
+        if e >> 31 == h:
+            found = e & _LOW31
+            if meta[2 * found + 1] == length:
+                off = meta[2 * found]
+                j = 0
+                while j < length and distinct[off + j] == distinct[pos + j]:
+                    j += 1
+                if j == length:
+                    return slot, found
+        slot = (slot + 1) & mask
+        e = table[slot]
+    return slot, -1
+
+
+@jit
 def ascii_tokens(data: U8, bounds: I64) -> tuple[I32, I64, U8]:
     """Token occurrences of ASCII documents, as indices into the batch's distinct tokens.
 
@@ -92,17 +132,11 @@ def ascii_tokens(data: U8, bounds: I64) -> tuple[I32, I64, U8]:
 
     Tokens never span two documents. Memory is O(len(data)). Raises ValueError when ``bounds``
     decreases or leaves ``data``, or spans 2**31 bytes or more (distinct indices are 31-bit).
+    Per token: fold, hash and copy it, look it up (``_find_token``); a new token keeps its copy
+    and gets the next distinct index.
     """
+    nbytes = _batch_bytes(data, bounds)
     n_docs = max(bounds.shape[0] - 1, 0)
-    # Checked because compiled kernels do not bounds-check their indexing.
-    for d in range(n_docs):
-        if bounds[d] > bounds[d + 1]:
-            raise ValueError("ascii_tokens: bounds must be non-decreasing")
-    if n_docs > 0 and (bounds[0] < 0 or bounds[n_docs] > data.shape[0]):
-        raise ValueError("ascii_tokens: bounds must lie within data")
-    nbytes = bounds[n_docs] - bounds[0] if n_docs > 0 else 0
-    if nbytes > _LOW31:
-        raise ValueError("ascii_tokens: a batch must be shorter than 2**31 bytes")
     occ = np.empty(nbytes, dtype=np.int32)
     occ_starts = np.zeros(n_docs + 1, dtype=np.int64)
     # The distinct tokens are tokens of data, one separator byte after each, and tokens number at
@@ -135,23 +169,7 @@ def ascii_tokens(data: U8, bounds: I64) -> tuple[I32, I64, U8]:
                     break
                 c = int(FOLD[data[i]])
                 i += 1
-            mask = table.shape[0] - 1
-            slot = _slot(h, mask)
-            e = table[slot]
-            k = -1
-            while e >= 0:
-                if e >> 31 == h:
-                    found = e & _LOW31
-                    if meta[2 * found + 1] == length:
-                        off = meta[2 * found]
-                        j = 0
-                        while j < length and distinct[off + j] == distinct[pos + j]:
-                            j += 1
-                        if j == length:
-                            k = found
-                            break
-                slot = (slot + 1) & mask
-                e = table[slot]
+            slot, k = _find_token(table, meta, distinct, h, pos, length)
             if k < 0:
                 k = n_dist
                 table[slot] = (h << 31) | k
@@ -226,19 +244,9 @@ def _goes_on(lens: I64, idx: I64, lo: int, hi: int, end: int) -> bool:
 
 
 @jit
-def term_ranks(blob: U8, n_fields: int, sep: int) -> tuple[I32, I32]:
-    """Distinct terms of a list of terms, ranked in byte order.
-
-    ``blob: uint8`` is ``n_fields`` fields (terms) joined by the byte ``sep``; an empty field is
-    a dropped term. No field may contain ``sep`` or a zero byte. Returns ``(ranks, first)``:
-    ``ranks: int32[n_fields]`` gives each field the rank of its term among the distinct
-    non-empty terms sorted by bytes (UTF-8 byte order is code point order, that is ``sorted``
-    on ``str``), -1 for an empty field; ``first: int32[n_distinct]`` gives for each rank a field
-    holding that term. Equal bytes, equal rank. Raises ValueError unless ``blob`` holds exactly
-    ``n_fields - 1`` separators (a zero byte is not checked: it only misorders that term).
-    """
-    if n_fields <= 0:
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+def _split_fields(blob: U8, n_fields: int, sep: int) -> tuple[I64, I64]:
+    # (start, length) of each of the ``n_fields`` fields of ``blob``; ValueError unless it holds
+    # exactly n_fields - 1 separators.
     starts = np.empty(n_fields, dtype=np.int64)
     lens = np.empty(n_fields, dtype=np.int64)
     f = 0
@@ -255,6 +263,13 @@ def term_ranks(blob: U8, n_fields: int, sep: int) -> tuple[I32, I32]:
         raise ValueError("term_ranks: fewer than n_fields - 1 separators")
     starts[f] = s
     lens[f] = blob.shape[0] - s
+    return starts, lens
+
+
+@jit
+def _by_first_digit(blob: U8, starts: I64, lens: I64) -> tuple[I64, I64]:
+    # The non-empty fields (indices) stably sorted by their first 7-byte key, and those keys.
+    n_fields = lens.shape[0]
     m = 0
     for f in range(n_fields):
         if lens[f] > 0:
@@ -268,27 +283,41 @@ def term_ranks(blob: U8, n_fields: int, sep: int) -> tuple[I32, I32]:
             keys[m] = _key(blob, starts[f], lens[f], 0)
             m += 1
     order = np.argsort(keys, kind="mergesort")
-    idx = idx[order]
-    keys = keys[order]
-    # MSD radix by 7-byte digits: each run of equal keys is sorted again by the next digit
-    # while any of its fields goes on past the digit (one that ends exactly at it gets key 0
-    # next, so it sorts first, as a prefix should). A run none of whose fields goes on is one
-    # term. Pending runs are disjoint, so at most m of them.
-    run_lo = np.empty(m + 1, dtype=np.int64)
-    run_hi = np.empty(m + 1, dtype=np.int64)
-    run_depth = np.empty(m + 1, dtype=np.int64)
-    n_runs = 0
+    return idx[order], keys[order]
+
+
+@jit
+def _push_runs(keys: I64, lens: I64, idx: I64, base: int, depth: int, run_lo: I64, run_hi: I64,
+               run_depth: I64, n_runs: int) -> int:
+    # Push every run of equal ``keys`` (positions ``base + i``) with a field going on past
+    # ``depth`` bytes, to be sorted by its next digit; the new number of pending runs.
+    m = keys.shape[0]
     lo = 0
     while lo < m:
         hi = lo + 1
         while hi < m and keys[hi] == keys[lo]:
             hi += 1
-        if hi - lo > 1 and _goes_on(lens, idx, lo, hi, _KEY_BYTES):
-            run_lo[n_runs] = lo
-            run_hi[n_runs] = hi
-            run_depth[n_runs] = _KEY_BYTES
+        if hi - lo > 1 and _goes_on(lens, idx, base + lo, base + hi, depth):
+            run_lo[n_runs] = base + lo
+            run_hi[n_runs] = base + hi
+            run_depth[n_runs] = depth
             n_runs += 1
         lo = hi
+    return n_runs
+
+
+@jit
+def _radix_refine(blob: U8, starts: I64, lens: I64, idx: I64, keys: I64) -> None:
+    # MSD radix by 7-byte digits, in place on ``idx`` (sorted by the first digit): each run of
+    # equal keys is sorted again by the next digit while any of its fields goes on past the
+    # digit (one that ends exactly at it gets key 0 next, so it sorts first, as a prefix
+    # should). A run none of whose fields goes on is one term. Pending runs are disjoint, so at
+    # most m of them.
+    m = idx.shape[0]
+    run_lo = np.empty(m + 1, dtype=np.int64)
+    run_hi = np.empty(m + 1, dtype=np.int64)
+    run_depth = np.empty(m + 1, dtype=np.int64)
+    n_runs = _push_runs(keys, lens, idx, 0, _KEY_BYTES, run_lo, run_hi, run_depth, 0)
     while n_runs > 0:
         n_runs -= 1
         lo = run_lo[n_runs]
@@ -299,18 +328,30 @@ def term_ranks(blob: U8, n_fields: int, sep: int) -> tuple[I32, I32]:
             sub[p - lo] = _key(blob, starts[idx[p]], lens[idx[p]], depth)
         sub_order = np.argsort(sub, kind="mergesort")
         idx[lo:hi] = idx[lo:hi][sub_order]
-        sub = sub[sub_order]
-        a = 0
-        while a < hi - lo:
-            b = a + 1
-            while b < hi - lo and sub[b] == sub[a]:
-                b += 1
-            if b - a > 1 and _goes_on(lens, idx, lo + a, lo + b, depth + _KEY_BYTES):
-                run_lo[n_runs] = lo + a
-                run_hi[n_runs] = lo + b
-                run_depth[n_runs] = depth + _KEY_BYTES
-                n_runs += 1
-            a = b
+        n_runs = _push_runs(sub[sub_order], lens, idx, lo, depth + _KEY_BYTES, run_lo, run_hi,
+                            run_depth, n_runs)
+
+
+@jit
+def term_ranks(blob: U8, n_fields: int, sep: int) -> tuple[I32, I32]:
+    """Distinct terms of a list of terms, ranked in byte order.
+
+    ``blob: uint8`` is ``n_fields`` fields (terms) joined by the byte ``sep``; an empty field is
+    a dropped term. No field may contain ``sep`` or a zero byte. Returns ``(ranks, first)``:
+    ``ranks: int32[n_fields]`` gives each field the rank of its term among the distinct
+    non-empty terms sorted by bytes (UTF-8 byte order is code point order, that is ``sorted``
+    on ``str``), -1 for an empty field; ``first: int32[n_distinct]`` gives for each rank a field
+    holding that term. Equal bytes, equal rank. Raises ValueError unless ``blob`` holds exactly
+    ``n_fields - 1`` separators (a zero byte is not checked: it only misorders that term).
+    The steps: split the fields, sort them by their first 7 bytes, refine equal runs by the
+    next 7 (``_radix_refine``), then rank the sorted fields, equal bytes sharing a rank.
+    """
+    if n_fields <= 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    starts, lens = _split_fields(blob, n_fields, sep)
+    idx, keys = _by_first_digit(blob, starts, lens)
+    _radix_refine(blob, starts, lens, idx, keys)
+    m = idx.shape[0]
     ranks = np.full(n_fields, -1, dtype=np.int32)
     first = np.empty(m, dtype=np.int32)
     r = -1

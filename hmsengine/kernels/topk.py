@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.bm25 import K1_PLUS_1
+from hmsengine.kernels.bm25 import bm25_term
 from hmsengine.kernels.jit import jit
 
 # Annotations only: kernels receive numpy scalars as well as Python numbers.
@@ -226,7 +226,7 @@ def bm25_term_topk(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Top ``k`` local documents of a one-term query, straight from its postings.
 
-    A document's score is the term's one contribution ``weight * tf * K1_PLUS_1 / (tf + norm)``,
+    A document's score is the term's one contribution ``bm25_term(weight, tf, norm)``,
     which is exactly what ``bm25.bm25_accumulate`` sums into 0.0, so the scores are bit-identical
     to the accumulate path, without its scatter into scratch arrays. Postings whose document has
     ``allowed[d] == 0`` are skipped (``allowed`` is read only when ``check_allowed``). Returns
@@ -248,8 +248,7 @@ def bm25_term_topk(
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        tf = np.float64(tfs[p])
-        s = weight * tf * K1_PLUS_1 / (tf + norms[d])
+        s = bm25_term(weight, tfs[p], norms[d])
         g = np.int64(d)
         if count == m and not ranks_before(s, g, bar_s, bar_d):
             continue

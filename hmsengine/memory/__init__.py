@@ -1,6 +1,7 @@
 """The memory API: facts over valid time and knowledge time, on the document engine."""
 
 from .chunking import chunk_markdown
+from .config import MemoryConfig
 from .memory import Memory
 from .values import (
     ConsolidateReport,
@@ -18,6 +19,6 @@ from .values import (
 
 __all__ = [
     "ConsolidateReport", "Explanation", "Fact", "FileRef", "ForgetReport", "ForgetScope",
-    "LoadResult", "Memory", "Profile", "RecallHit", "RememberInput", "RememberResult",
+    "LoadResult", "Memory", "MemoryConfig", "Profile", "RecallHit", "RememberInput", "RememberResult",
     "chunk_markdown",
 ]

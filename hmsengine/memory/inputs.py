@@ -10,10 +10,10 @@ import attrs
 import numpy as np
 
 from ..clock import to_ms
-from ..config import KINDS
-from ..engine.values import check_embedding, check_id, check_metadata, check_text
+from ..engine import PutOp, check_embedding, check_id, check_metadata, check_text, put_op
 from ..errors import InvalidRequest
-from .stamp import STAMP_KEY, Stamp, join_metadata, payload_digest
+from .config import KINDS
+from .stamp import STAMP_KEY, Stamp, payload_digest, with_stamp
 from .values import RememberInput
 
 MAX_FACT_TEXT_BYTES = 64 * 1024
@@ -24,22 +24,24 @@ MAX_LIST = 1024
 
 @attrs.frozen(kw_only=True)
 class PreparedFact:
-    """A validated fact: its id (given or derived), stamp (ingest time still 0) and payload."""
+    """A validated fact, each part checked once: its id (given or derived), its stamp (ingest
+    time still 0), its text, its caller metadata (the value for the digest, and the compact JSON
+    that goes to the store) and its embedding (float32).
+
+    ``put(ingest_time)`` is what the engine writes: no part is validated again on the way."""
 
     id: str
-    explicit_id: bool
     text: str
     metadata: dict[str, Any] | None
+    metadata_json: str | None
     embedding: np.ndarray | None
     stamp: Stamp
 
-    def document(self, ingest_time: int) -> dict[str, Any]:
-        self.stamp.ingest_time = ingest_time
-        doc: dict[str, Any] = {"id": self.id, "text": self.text,
-                               "metadata": join_metadata(self.stamp, self.metadata)}
-        if self.embedding is not None:
-            doc["embedding"] = self.embedding
-        return doc
+    def put(self, ingest_time: int) -> tuple[PutOp, Stamp]:
+        """The engine put of this fact ingested at ``ingest_time``, and its stamp (as stored)."""
+        stamp = self.stamp.with_ingest_time(ingest_time)
+        return put_op(self.id, self.text, with_stamp(self.metadata_json, stamp),
+                      self.embedding), stamp
 
 
 def _name(value: object, field: str, *, optional: bool) -> str | None:
@@ -90,13 +92,16 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
     supersedes = tuple(check_id(s, f"{where}supersedes[{i}]") for i, s in enumerate(
         _names(item.supersedes, f"{where}supersedes")))
     metadata = item.metadata
+    metadata_json: str | None = None
     if metadata is not None:
         if not isinstance(metadata, Mapping):
             raise InvalidRequest(f"{where}metadata: expected a JSON object")
         if STAMP_KEY in metadata:
             raise InvalidRequest(f"{where}metadata.{STAMP_KEY}: reserved for the fact stamp")
-        check_metadata(metadata, f"{where}metadata")
+        metadata_json = check_metadata(metadata, f"{where}metadata")
         metadata = dict(metadata) or None
+        if metadata is None:
+            metadata_json = None
     embedding = check_embedding(item.embedding if item.embedding is not None else embedder_vector,
                                 f"{where}embedding")
     event_time = _time(item.event_time, f"{where}event_time")
@@ -123,7 +128,7 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
                   entities=entities, event_time=event_time, valid_from=valid_from,
                   valid_to=valid_to, ingest_time=0, supersedes=supersedes, sources=sources,
                   actor=actor, importance=importance, file=file)
-    return PreparedFact(id=fact_id, explicit_id=item.id is not None, text=text, metadata=metadata,
+    return PreparedFact(id=fact_id, text=text, metadata=metadata, metadata_json=metadata_json,
                         embedding=embedding, stamp=stamp)
 
 

@@ -9,38 +9,17 @@ values; a list result is wrapped as ``{"items": [...]}``. ``get`` of an unknown 
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from ..engine.values import check_unicode
+from ..engine import check_unicode
 from ..errors import InvalidRequest, NotFound
+from ..wire import camel, snake, to_json
+from . import files, forget, loader, recall, remember
+from .core import MemoryCore
 from .values import SCOPE_KINDS, ForgetScope, RememberInput
-
-if TYPE_CHECKING:
-    from .memory import Memory
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-def to_json(value: Any) -> Any:
-    """The camelCase JSON form of a value (attrs classes, tuples, dicts)."""
-    if attrs.has(type(value)):
-        return {camel(f.name): to_json(getattr(value, f.name)) for f in attrs.fields(type(value))}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
 
 
 def _fields(body: object, op: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -88,42 +67,44 @@ def _scope(value: object) -> ForgetScope:
     return constructor(arg)
 
 
-async def _remember(m: Memory, body: Any) -> Any:
-    return to_json((await m.remember_many([_input(body, "remember")]))[0])
+async def _remember(m: MemoryCore, body: Any) -> Any:
+    return to_json((await remember.remember_many(m, [_input(body, "remember")]))[0])
 
 
-async def _remember_many(m: Memory, body: Any) -> Any:
+async def _remember_many(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "rememberMany", {"inputs"}, ("inputs",))
     if not isinstance(fields["inputs"], list):
         raise InvalidRequest("inputs: expected a list")
     items = [_input(v, f"inputs[{i}]") for i, v in enumerate(fields["inputs"])]
-    return {"items": to_json(await m.remember_many(items))}
+    return {"items": to_json(await remember.remember_many(m, items))}
 
 
-async def _recall(m: Memory, body: Any) -> Any:
+async def _recall(m: MemoryCore, body: Any) -> Any:
     fields = _recall_options(_fields(body, "recall", _RECALL, ("query",)))
     query = fields.pop("query")
-    return {"items": to_json(await m.recall(query, **fields))}
+    return {"items": to_json(await recall.recall(m, query, recall.RecallOptions(**fields)))}
 
 
-async def _explain(m: Memory, body: Any) -> Any:
+async def _explain(m: MemoryCore, body: Any) -> Any:
     fields = _recall_options(_fields(body, "explain", (_RECALL - {"explain"}) | {"id"}, ("query", "id")))
     query, doc_id = fields.pop("query"), fields.pop("id")
-    return to_json(await m.explain(query, doc_id, **fields))
+    return to_json(await recall.explain(m, query, doc_id, recall.RecallOptions(**fields)))
 
 
-async def _forget(m: Memory, body: Any) -> Any:
+async def _forget(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "forget", {"scope", "includeChain", "dryRun", "purge"}, ("scope",))
     scope = _scope(fields.pop("scope"))
-    return to_json(await m.forget(scope, **fields))
+    return to_json(await forget.forget(m, scope, include_chain=fields.get("include_chain", False),
+                                       dry_run=fields.get("dry_run", False),
+                                       purge=fields.get("purge", False)))
 
 
-async def _history(m: Memory, body: Any) -> Any:
+async def _history(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "history", {"id"}, ("id",))
     return {"items": to_json(await m.history(fields["id"]))}
 
 
-async def _get(m: Memory, body: Any) -> Any:
+async def _get(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "get", {"id"}, ("id",))
     fact = await m.get(fields["id"])
     if fact is None:
@@ -131,32 +112,32 @@ async def _get(m: Memory, body: Any) -> Any:
     return to_json(fact)
 
 
-async def _apply_forgetting(m: Memory, body: Any) -> Any:
-    return to_json(await m.apply_forgetting(**_fields(body, "applyForgetting", {"dryRun"})))
+async def _apply_forgetting(m: MemoryCore, body: Any) -> Any:
+    return to_json(await forget.apply_forgetting(m, **_fields(body, "applyForgetting", {"dryRun"})))
 
 
-async def _consolidate(m: Memory, body: Any) -> Any:
+async def _consolidate(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "consolidate", {"dryRun", "allowDestructive"})
-    return to_json(await m.consolidate(**fields))
+    return to_json(await forget.consolidate(m, **fields))
 
 
-async def _load(m: Memory, body: Any) -> Any:
+async def _load(m: MemoryCore, body: Any) -> Any:
     # An extractor is a callable and cannot travel over JSON: a load over JSON stores the
     # episodes only ("extractor" is an unknown field like any other).
     fields = _fields(body, "load", {"document", "text", "namespace", "actor", "observedAt",
                                     "chunkChars"}, ("document", "text"))
     document, text = fields.pop("document"), fields.pop("text")
-    return to_json(await m.load(document, text, **fields))
+    return to_json(await loader.load(m, document, text, **fields))
 
 
-async def _capture(m: Memory, body: Any) -> Any:
+async def _capture(m: MemoryCore, body: Any) -> Any:
     # capture requires an extractor, which cannot travel over JSON: refused, whatever the body.
     raise InvalidRequest("capture: needs an extractor, which a JSON call cannot carry",
                          hint="extract the facts yourself and call rememberMany, or load a "
                               "document without an extractor")
 
 
-def _file_access(m: Memory, op: str) -> None:
+def _file_access(m: MemoryCore, op: str) -> None:
     # Over JSON the caller is another process or machine: reading this host's files is allowed
     # only inside the directory the operator configured (MemoryConfig.file_base).
     if m.config.file_base is None:
@@ -164,7 +145,7 @@ def _file_access(m: Memory, op: str) -> None:
                              hint="start the server with a --memory-config that sets fileBase")
 
 
-async def _remember_file(m: Memory, body: Any) -> Any:
+async def _remember_file(m: MemoryCore, body: Any) -> Any:
     allowed = {"uri", "byteRange", "format", "summary"} | (_REMEMBER - {"text"})
     fields = _fields(body, "rememberFile", allowed, ("uri",))
     _file_access(m, "rememberFile")
@@ -172,21 +153,23 @@ async def _remember_file(m: Memory, body: Any) -> Any:
     byte_range = fields.pop("byte_range", None)
     if isinstance(byte_range, list):
         byte_range = tuple(byte_range)
-    return to_json(await m.remember_file(uri, byte_range=byte_range, **fields))
+    return to_json(await files.remember_file(m, uri, byte_range=byte_range,
+                                              format=fields.pop("format", None),
+                                              summary=fields.pop("summary", None), fields=fields))
 
 
-async def _hydrate(m: Memory, body: Any) -> Any:
+async def _hydrate(m: MemoryCore, body: Any) -> Any:
     fields = _fields(body, "hydrate", {"id"}, ("id",))
     _file_access(m, "hydrate")
-    data = await m.hydrate(fields["id"])
+    data = await files.hydrate(m, fields["id"])
     return {"id": fields["id"], "length": len(data), "base64": base64.b64encode(data).decode("ascii")}
 
 
-async def _profile(m: Memory, body: Any) -> Any:
-    return to_json(await m.profile(**_fields(body, "profile", {"namespace", "budgetChars"})))
+async def _profile(m: MemoryCore, body: Any) -> Any:
+    return to_json(await loader.profile(m, **_fields(body, "profile", {"namespace", "budgetChars"})))
 
 
-OPERATIONS: dict[str, Callable[[Memory, Any], Awaitable[Any]]] = {
+OPERATIONS: dict[str, Callable[[MemoryCore, Any], Awaitable[Any]]] = {
     "remember": _remember, "rememberMany": _remember_many, "recall": _recall,
     "explain": _explain, "forget": _forget, "history": _history, "get": _get,
     "applyForgetting": _apply_forgetting, "consolidate": _consolidate,
@@ -195,13 +178,14 @@ OPERATIONS: dict[str, Callable[[Memory, Any], Awaitable[Any]]] = {
 }
 
 
-async def call(memory: Memory, op: str, body: dict[str, Any]) -> dict[str, Any]:
+async def call(core: MemoryCore, op: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``Memory.call``: run ``op`` with the JSON ``body``; the JSON result (module docstring)."""
     handler = OPERATIONS.get(op) if isinstance(op, str) else None
     if handler is None:
         raise InvalidRequest(f"op: unknown operation {op!r}",
                              hint=f"one of {', '.join(sorted(OPERATIONS))}")
     body = body if body is not None else {}
     check_unicode(body, "")  # a lone surrogate anywhere is InvalidRequest, whatever the field
-    result = await handler(memory, body)
+    result = await handler(core, body)
     assert isinstance(result, dict)
     return result

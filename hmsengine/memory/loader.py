@@ -48,19 +48,18 @@ from __future__ import annotations
 import datetime as _dt
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from ..clock import to_ms
-from ..engine.values import check_id, check_text
+from ..engine import check_id, check_text
 from ..errors import Conflict, HmsError, InvalidRequest
 from .chunking import DEFAULT_CHUNK_CHARS, chunk_markdown, chunk_plain
+from .core import MemoryCore
 from .inputs import MAX_NAME, prepare
+from .remember import remember_many
 from .values import Fact, LoadResult, Profile, RememberInput, Time
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 Extractor = Callable[[str, list[Fact]], "Sequence[RememberInput] | Awaitable[Sequence[RememberInput]]"]
 
@@ -114,33 +113,33 @@ def _extractor(value: object, *, required: bool) -> Extractor | None:
 # -- extraction --------------------------------------------------------------------------------------
 
 
-def _newest_first(memory: Memory, ids: list[str]) -> list[str]:
+def _newest_first(core: MemoryCore, ids: list[str]) -> list[str]:
     """Newest first: latest to take effect (valid_from, else event time, else ingest time),
     then latest ingested, then by id."""
-    facts = memory.index.facts
+    facts = core.index.facts
     return sorted(ids, key=lambda i: (-facts[i].begin, -facts[i].ingest_time, i))
 
 
-def _current_ids(memory: Memory, namespace: str, kinds: tuple[str, ...]) -> list[str]:
-    index = memory.index
-    now = memory.engine.now()
+def _current_ids(core: MemoryCore, namespace: str, kinds: tuple[str, ...]) -> list[str]:
+    index = core.index
+    now = core.engine.now()
     return [i for i, s in list(index.facts.items())
             if s.namespace == namespace and s.kind in kinds
-            and index.status(i, now, None, memory.slot_policy) == "current"]
+            and index.status(i, now, None, core.slot_policy) == "current"]
 
 
-async def current_facts(memory: Memory, namespace: str) -> list[Fact]:
+async def current_facts(core: MemoryCore, namespace: str) -> list[Fact]:
     """The current facts, profiles and procedures of ``namespace``, newest first."""
     out = []
-    for doc_id in _newest_first(memory, _current_ids(memory, namespace, PROFILE_KINDS)):
-        fact = await memory.fact(doc_id)
+    for doc_id in _newest_first(core, _current_ids(core, namespace, PROFILE_KINDS)):
+        fact = await core.fact(doc_id)
         if fact is not None:
             out.append(fact)
     return out
 
 
-async def _extract(memory: Memory, extractor: Extractor, chunk: str, namespace: str) -> list[RememberInput]:
-    returned: Any = extractor(chunk, await current_facts(memory, namespace))
+async def _extract(core: MemoryCore, extractor: Extractor, chunk: str, namespace: str) -> list[RememberInput]:
+    returned: Any = extractor(chunk, await current_facts(core, namespace))
     if inspect.isawaitable(returned):
         returned = await returned
     if not isinstance(returned, (list, tuple)) or not all(isinstance(f, RememberInput) for f in returned):
@@ -195,10 +194,10 @@ def _revision(base: str, doc_id: str) -> int:
     return int(tail)
 
 
-def _head(memory: Memory, base: str, namespace: str) -> tuple[str | None, int]:
+def _head(core: MemoryCore, base: str, namespace: str) -> tuple[str | None, int]:
     """(id, revision number) of the current revision of the episode ``base``, (None, 0) if none;
     ``Conflict`` when an id on the way holds another kind or another namespace's episode."""
-    index = memory.index
+    index = core.index
     head, number = (base, 1) if base in index.facts else (None, 0)
     while True:
         probe = f"{base}@{max(number, 1) + 1}"
@@ -223,7 +222,7 @@ def _head(memory: Memory, base: str, namespace: str) -> tuple[str | None, int]:
     return head, number
 
 
-async def load(memory: Memory, document: str, text: str, *, namespace: str = "default",
+async def load(core: MemoryCore, document: str, text: str, *, namespace: str = "default",
                extractor: Extractor | None = None, actor: str | None = None,
                observed_at: Time | None = None, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> LoadResult:
     document = _document(document)
@@ -240,9 +239,9 @@ async def load(memory: Memory, document: str, text: str, *, namespace: str = "de
     facts: dict[str, None] = {}
     for n, chunk in enumerate(chunk_markdown(text, chunk_chars=chunk_chars), start=1):
         base = f"{document}-{n:04d}"
-        head, number = _head(memory, base, namespace)
+        head, number = _head(core, base, namespace)
         if head is not None:
-            current = await memory.engine.get_document(head)
+            current = await core.engine.get_document(head)
             if current is not None and current.text == chunk:
                 episodes.append(head)
                 continue
@@ -255,10 +254,10 @@ async def load(memory: Memory, document: str, text: str, *, namespace: str = "de
             inputs: list[RememberInput] = []
             if extract is not None:
                 prepare(episode)  # checked before the extractor runs, not only as it is written
-                returned = await _extract(memory, extract, chunk, namespace)
+                returned = await _extract(core, extract, chunk, namespace)
                 inputs = [_inherit(f, i, namespace=namespace, actor=actor, observed_at=observed,
                                    episode=episode.id) for i, f in enumerate(returned)]
-            results = await memory.remember_many([*inputs, episode])
+            results = await remember_many(core, [*inputs, episode])
         except (InvalidRequest, Conflict) as error:
             raise _named(error, f"chunk {n} ({episode.id})") from None
         facts.update(dict.fromkeys(r.id for r in results[:-1]))
@@ -266,7 +265,7 @@ async def load(memory: Memory, document: str, text: str, *, namespace: str = "de
     return LoadResult(episodes=tuple(episodes), facts=tuple(facts))
 
 
-async def capture(memory: Memory, text: str, *, extractor: Extractor, namespace: str = "default",
+async def capture(core: MemoryCore, text: str, *, extractor: Extractor, namespace: str = "default",
                   actor: str | None = None, observed_at: Time | None = None,
                   source: str | None = None) -> list[str]:
     if not isinstance(text, str):
@@ -281,14 +280,14 @@ async def capture(memory: Memory, text: str, *, extractor: Extractor, namespace:
     ids: dict[str, None] = {}
     for n, chunk in enumerate(chunk_plain(text, chunk_chars=CAPTURE_CHUNK_CHARS), start=1):
         try:
-            returned = await _extract(memory, extract, chunk, namespace)
+            returned = await _extract(core, extract, chunk, namespace)
             inputs = [_inherit(f, i, namespace=namespace, actor=actor, observed_at=observed,
                                episode=None) for i, f in enumerate(returned)]
             if source is not None:  # so ForgetScope.source(source) finds them (memory/sources.py)
                 inputs = [attrs.evolve(f, sources=tuple(dict.fromkeys((*f.sources, source))))
                           for f in inputs]
             if inputs:
-                results = await memory.remember_many(inputs)
+                results = await remember_many(core, inputs)
                 ids.update(dict.fromkeys(r.id for r in results))
         except (InvalidRequest, Conflict) as error:
             raise _named(error, f"chunk {n}") from None
@@ -316,13 +315,13 @@ def render_line(fact: Fact) -> str:
     return line
 
 
-async def profile(memory: Memory, namespace: str = "default", *, budget_chars: int = 4000) -> Profile:
+async def profile(core: MemoryCore, namespace: str = "default", *, budget_chars: int = 4000) -> Profile:
     namespace = _namespace(namespace)
     if isinstance(budget_chars, bool) or not isinstance(budget_chars, int) or budget_chars < 0:
         raise InvalidRequest(f"budget_chars: expected a non-negative integer, got {budget_chars!r}")
-    index = memory.index
+    index = core.index
     by_kind: dict[str, list[str]] = {kind: [] for kind in PROFILE_KINDS}
-    for doc_id in _newest_first(memory, _current_ids(memory, namespace, PROFILE_KINDS)):
+    for doc_id in _newest_first(core, _current_ids(core, namespace, PROFILE_KINDS)):
         by_kind[index.facts[doc_id].kind].append(doc_id)
     counts = {kind: len(by_kind[kind]) for kind in PROFILE_KINDS}
     tail = "counts: " + ", ".join(f"{kind} {counts[kind]}" for kind in PROFILE_KINDS)
@@ -335,7 +334,7 @@ async def profile(memory: Memory, namespace: str = "default", *, budget_chars: i
     for kind in PROFILE_KINDS:
         shown = 0
         for doc_id in by_kind[kind]:
-            fact = await memory.fact(doc_id)
+            fact = await core.fact(doc_id)
             if fact is None:  # forgotten while we read
                 continue
             new = [render_line(fact)] if shown else [f"{kind}:", render_line(fact)]

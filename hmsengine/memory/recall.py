@@ -24,44 +24,67 @@ An explanation is computed only when asked, from the same numbers: its ``score``
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from ..clock import to_ms
-from ..config import KINDS
-from ..engine.values import check_embedding, check_id, check_text
+from ..engine import check_embedding, check_id, check_text
 from ..errors import InvalidRequest, NotFound
+from .config import KINDS
+from .core import MemoryCore
 from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 HISTORY = ("current", "all", "historical")
 DEFAULT_KINDS = ("fact", "profile", "procedure")
 MAX_CANDIDATES = 1000
 NOT_SEARCHABLE = ("file-backed fact without a summary: stored but not searchable "
                   "(search sees only a summary; remember the file again with summary=...)")
-_OPTIONS = {"k", "as_of", "known_at", "history", "subject", "entity", "namespace", "kinds",
-            "embedding", "candidate_limit", "explain"}
+
+
+class RecallOptions(NamedTuple):
+    """The options of ``recall`` and ``explain`` as the caller gave them (``Memory.recall``
+    documents them); ``_Plan`` validates them. A named tuple: one is made per recall, and it
+    costs a quarter of a frozen attrs value's construction (~0.6 against ~2.5 us)."""
+
+    k: Any = 10
+    as_of: Any = None
+    known_at: Any = None
+    history: Any = "current"
+    subject: Any = None
+    entity: Any = None
+    namespace: Any = None
+    kinds: Any = None
+    embedding: Any = None
+    candidate_limit: Any = 100
+    explain: Any = False
+
+    def default_path(self) -> bool:
+        """No option but ``k``, ``history``, ``candidate_limit`` and ``explain``: recall may be
+        plainly search (see ``_default_k``)."""
+        return (self.as_of is None and self.known_at is None and self.subject is None
+                and self.entity is None and self.namespace is None and self.kinds is None
+                and self.embedding is None)
+
+
+def unknown_option(names: Any) -> InvalidRequest:
+    """The error for options recall does not have (the facade's ``**unknown``)."""
+    return InvalidRequest(f"{sorted(names)[0]}: unknown option")
 
 
 class _Plan:
     """Validated recall options."""
 
-    def __init__(self, memory: Memory, options: dict[str, Any]) -> None:
-        unknown = sorted(set(options) - _OPTIONS)
-        if unknown:
-            raise InvalidRequest(f"{unknown[0]}: unknown option")
-        k = options.get("k", 10)
+    def __init__(self, core: MemoryCore, options: RecallOptions) -> None:
+        k = options.k
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CANDIDATES:
             raise InvalidRequest(f"k: expected an integer from 1 to {MAX_CANDIDATES}, got {k!r}")
-        limit = options.get("candidate_limit", 100)
+        limit = options.candidate_limit
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CANDIDATES:
             raise InvalidRequest(f"candidate_limit: expected an integer from 1 to {MAX_CANDIDATES}, "
                                  f"got {limit!r}")
-        history = options.get("history", "current")
+        history = options.history
         if history not in HISTORY:
             raise InvalidRequest(f"history: expected one of {', '.join(HISTORY)}, got {history!r}")
-        kinds = options.get("kinds")
+        kinds = options.kinds
         if kinds is None:
             kinds_t: tuple[str, ...] = DEFAULT_KINDS
         else:
@@ -74,7 +97,7 @@ class _Plan:
                 if kind not in KINDS:
                     raise InvalidRequest(f"kinds: unknown kind {kind!r}")
         for name in ("subject", "entity", "namespace"):
-            value = options.get(name)
+            value = getattr(options, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidRequest(f"{name}: expected a non-empty string")
             if value is not None:
@@ -83,17 +106,17 @@ class _Plan:
         self.limit = max(limit, k)
         self.history = history
         self.kinds = frozenset(kinds_t)
-        self.subject = options.get("subject")
-        self.entity = options.get("entity")
-        self.namespace = options.get("namespace")
-        known_at = options.get("known_at")
+        self.subject = options.subject
+        self.entity = options.entity
+        self.namespace = options.namespace
+        known_at = options.known_at
         self.known_at = None if known_at is None else to_ms(known_at, field="known_at")
-        self.as_of = None if options.get("as_of") is None else to_ms(options["as_of"], field="as_of")
-        self.t = self.as_of if self.as_of is not None else memory.engine.now()
-        self.embedding = options.get("embedding")
+        self.as_of = None if options.as_of is None else to_ms(options.as_of, field="as_of")
+        self.t = self.as_of if self.as_of is not None else core.engine.now()
+        self.embedding = options.embedding
         if self.embedding is not None:
             check_embedding(self.embedding, "embedding")
-        self.explain = bool(options.get("explain", False))
+        self.explain = bool(options.explain)
 
 
 # A kinds restriction selecting at most this share of the facts becomes an ids filter (the exact
@@ -111,11 +134,11 @@ KINDS_AS_IDS_SHARE = 0.1
 SHARED_FILTER_MIN_IDS = 16
 
 
-def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str] | list[str] | None,
+def _allowed_ids(core: MemoryCore, plan: _Plan) -> tuple[frozenset[str] | set[str] | list[str] | None,
                                                         bool]:
     """(ids that pass subject/entity/namespace and perhaps kinds, or None when nothing
     restricts; whether kinds must still be checked on the candidates)."""
-    index = memory.index
+    index = core.index
     sets: list[frozenset[str] | set[str]] = []
     if plan.subject is not None:
         sets.append(index.frozen("subject", plan.subject))
@@ -139,84 +162,79 @@ def _allowed_ids(memory: Memory, plan: _Plan) -> tuple[frozenset[str] | set[str]
     return set(sets[0].intersection(*sets[1:])), kinds_matter
 
 
-def _multipliers(memory: Memory, doc_id: str, status: str, plan: _Plan) -> tuple[float, float]:
-    s = memory.index.facts[doc_id]
+def _multipliers(core: MemoryCore, doc_id: str, status: str, plan: _Plan) -> tuple[float, float]:
+    s = core.index.facts[doc_id]
     recency = 1.0
-    policy = memory.config.recency
+    policy = core.config.recency
     if policy.kind == "exponential" and policy.half_life_ms:
         when = s.event_time if s.event_time is not None else (
             s.valid_from if s.valid_from is not None else s.ingest_time)
         recency = math.pow(0.5, max(0, plan.t - when) / policy.half_life_ms)
-    historical = memory.config.historical_multiplier if status != "current" else 1.0
+    historical = core.config.historical_multiplier if status != "current" else 1.0
     return recency, historical
 
 
-async def _query_vector(memory: Memory, query: str, embedding: Any) -> Any:
-    if embedding is None and (memory.embedder is not None or memory.embedder_problem is not None):
-        vectors = await memory._embed([query])
+async def _query_vector(core: MemoryCore, query: str, embedding: Any) -> Any:
+    if embedding is None and (core.embedder is not None or core.embedder_problem is not None):
+        vectors = await core.embed([query])
         return vectors[0] if vectors else None
     return embedding
 
 
-# Options that leave recall on its default path when their values are the defaults' kind.
-_DEFAULT_PATH_OPTIONS = frozenset({"k", "history", "candidate_limit", "explain"})
-
-
-def _default_k(memory: Memory, options: dict[str, Any]) -> int | None:
+def _default_k(core: MemoryCore, options: RecallOptions) -> int | None:
     """``k`` when recall is plainly search (the module docstring's default path) and no option
     asks for more (``history`` current or all, no explanation, valid ``k`` and
     ``candidate_limit``): then no plan is built. None otherwise (the plan validates and
     decides)."""
-    k = 10
-    if options:
-        if not options.keys() <= _DEFAULT_PATH_OPTIONS:
-            return None
-        k = options.get("k", 10)
-        limit = options.get("candidate_limit", 100)
-        if k.__class__ is not int or not 1 <= k <= MAX_CANDIDATES or limit.__class__ is not int \
-                or not 1 <= limit <= MAX_CANDIDATES or options.get("explain") \
-                or options.get("history", "current") not in ("current", "all"):
-            return None
-    index = memory.index
-    if memory.embedder is not None or memory.embedder_problem is not None \
-            or memory.config.recency.kind != "none" \
-            or index.kind_counts.get("episode") or index.is_temporal(memory.slot_policy):
+    if not options.default_path():
         return None
-    return k
+    k = options.k
+    limit = options.candidate_limit
+    if k.__class__ is not int or not 1 <= k <= MAX_CANDIDATES or limit.__class__ is not int \
+            or not 1 <= limit <= MAX_CANDIDATES or options.explain \
+            or options.history not in ("current", "all"):
+        return None
+    index = core.index
+    if core.embedder is not None or core.embedder_problem is not None \
+            or core.config.recency.kind != "none" \
+            or index.kind_counts.get("episode") or index.is_temporal(core.slot_policy):
+        return None
+    return int(k)
 
 
-async def _current_hits(memory: Memory, hits: list[tuple[str, float]]) -> list[RecallHit]:
+async def _current_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit]:
     """The RecallHits (status current, search's scores) of ``(id, score)`` hits; a fact forgotten
     while we read is left out. Straight from the shared cache when every fact is there (most of
-    what default recall adds to the search), else through ``memory.facts``."""
-    cache = memory._shared.facts
+    what default recall adds to the search), else through ``core.facts``."""
+    cache = core.state.facts
     out = cached_recall_hits(hits, cache.facts, "current")
     if out is not None:
         cache.hits += len(out)
         return out
-    facts = await memory.facts([doc_id for doc_id, _ in hits])
+    facts = await core.facts([doc_id for doc_id, _ in hits])
     return [recall_hit(fact, score, "current")
             for (_, score), fact in zip(hits, facts, strict=True) if fact is not None]
 
 
-async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
+async def recall(core: MemoryCore, query: str, options: RecallOptions) -> list[RecallHit]:
+    """``Memory.recall``: search, then the temporal filter and the policies."""
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    k = _default_k(memory, options)
+    k = _default_k(core, options)
     if k is not None:
         # The ranking only: recall builds its own values, so search need not build Hits.
-        pairs = await memory.engine.search_ids(query, k=k,
-                                               semantic_weight=memory.config.semantic_weight)
-        return await _current_hits(memory, pairs)
-    plan = _Plan(memory, options)
-    scored = (await _rank(memory, query, plan, hits_needed=plan.explain))[: plan.k]
-    facts = await memory.facts([doc_id for doc_id, _, _, _ in scored])
+        pairs = await core.engine.search_ids(query, k=k,
+                                               semantic_weight=core.config.semantic_weight)
+        return await _current_hits(core, pairs)
+    plan = _Plan(core, options)
+    scored = (await _rank(core, query, plan, hits_needed=plan.explain))[: plan.k]
+    facts = await core.facts([doc_id for doc_id, _, _, _ in scored])
     out = []
     for rank, ((doc_id, score, status, hit), fact) in enumerate(zip(scored, facts, strict=True),
                                                                 start=1):
         if fact is None:  # forgotten while we ranked
             continue
-        explanation = _explanation(memory, query, plan, doc_id, hit, status, rank, score,
+        explanation = _explanation(core, query, plan, doc_id, hit, status, rank, score,
                                    fact.text) if plan.explain else None
         out.append(RecallHit(fact=fact, score=score, status=status, explanation=explanation))
     return out
@@ -228,17 +246,17 @@ async def recall(memory: Memory, query: str, **options: Any) -> list[RecallHit]:
 FIRST_CANDIDATES = 3
 
 
-async def _search(memory: Memory, query: str, hits_needed: bool,
+async def _search(core: MemoryCore, query: str, hits_needed: bool,
                   **options: Any) -> list[tuple[str, float, Any]]:
     """(id, score, Hit) of a search's results; the Hit (each signal's score, for explanations)
     only when ``hits_needed``, else None and no Hit is built (``Engine.search_ids``)."""
     if hits_needed:
-        return [(h.id, h.score, h) for h in await memory.engine.search_documents(query, **options)]
+        return [(h.id, h.score, h) for h in await core.engine.search_documents(query, **options)]
     return [(doc_id, score, None) for doc_id, score in
-            await memory.engine.search_ids(query, **options)]
+            await core.engine.search_ids(query, **options)]
 
 
-async def _rank(memory: Memory, query: str, plan: _Plan,
+async def _rank(core: MemoryCore, query: str, plan: _Plan,
                 hits_needed: bool) -> list[tuple[str, float, str, Any]]:
     """(id, score, status, search hit or None) of every surviving candidate, best first; the
     search hits only when ``hits_needed`` (an explanation reads each signal's score).
@@ -249,33 +267,33 @@ async def _rank(memory: Memory, query: str, plan: _Plan,
     (search's top n is the first n of its top ``candidate_limit``: its ranking is a total order,
     score then document number); the result is the same as from all ``candidate_limit``.
     """
-    index = memory.index
-    embedding = await _query_vector(memory, query, plan.embedding)
+    index = core.index
+    embedding = await _query_vector(core, query, plan.embedding)
     plan.embedding = embedding
-    allowed, check_kinds = _allowed_ids(memory, plan)
-    slot_policy = memory.slot_policy
-    no_recency = memory.config.recency.kind == "none"
+    allowed, check_kinds = _allowed_ids(core, plan)
+    slot_policy = core.slot_policy
+    no_recency = core.config.recency.kind == "none"
     # Nothing can drop or re-weight a candidate: every fact is current, no known_at, no
     # recency; search's own top k (filtered by ids when asked) is the answer.
     plain = (not check_kinds and plan.known_at is None and plan.history != "historical"
              and no_recency and not index.is_temporal(slot_policy))
-    semantic_weight = memory.config.semantic_weight
+    semantic_weight = core.config.semantic_weight
     if plain and allowed is None:
-        found = await _search(memory, query, hits_needed, k=plan.k, embedding=embedding,
+        found = await _search(core, query, hits_needed, k=plan.k, embedding=embedding,
                               semantic_weight=semantic_weight)
         return [(doc_id, score, "current", h) for doc_id, score, h in found]
     if allowed is not None and not allowed:
         return []
     limit = plan.k if plain else min(plan.limit, MAX_CANDIDATES)
-    multiplier = memory.config.historical_multiplier
+    multiplier = core.config.historical_multiplier
     in_order = no_recency and embedding is None and (
         plan.history == "current" or multiplier == 1.0
         or (plan.history == "historical" and multiplier >= 0))
     first = min(limit, FIRST_CANDIDATES * plan.k) if in_order else limit
     while True:
-        hits = await _search(memory, query, hits_needed, k=first, embedding=embedding,
+        hits = await _search(core, query, hits_needed, k=first, embedding=embedding,
                              ids=allowed, semantic_weight=semantic_weight)
-        ranked = _survivors(memory, plan, hits, check_kinds, plan.k if in_order else None)
+        ranked = _survivors(core, plan, hits, check_kinds, plan.k if in_order else None)
         if first == limit or len(ranked) >= plan.k or len(hits) < first:
             break
         first = limit  # too few survived among the first candidates: take them all
@@ -284,18 +302,18 @@ async def _rank(memory: Memory, query: str, plan: _Plan,
     return [(doc_id, score, status, h) for score, _, doc_id, status, h in ranked]
 
 
-def _survivors(memory: Memory, plan: _Plan, hits: list[tuple[str, float, Any]],
+def _survivors(core: MemoryCore, plan: _Plan, hits: list[tuple[str, float, Any]],
                check_kinds: bool, enough: int | None) -> list[tuple[float, int, str, str, Any]]:
     """(score, position, id, status, hit) of the candidates ``plan`` keeps among the (id,
     score, hit) results of a search, in search's order, stopping at ``enough`` of them when
     given."""
-    index = memory.index
+    index = core.index
     facts = index.facts
-    slot_policy = memory.slot_policy
+    slot_policy = core.slot_policy
     history = plan.history
     known_at = plan.known_at
-    plain_weights = memory.config.recency.kind == "none" and (
-        history == "current" or memory.config.historical_multiplier == 1.0)
+    plain_weights = core.config.recency.kind == "none" and (
+        history == "current" or core.config.historical_multiplier == 1.0)
     ranked = []
     for position, (doc_id, hit_score, h) in enumerate(hits):
         s = facts.get(doc_id)
@@ -310,7 +328,7 @@ def _survivors(memory: Memory, plan: _Plan, hits: list[tuple[str, float, Any]],
         if plain_weights:
             score = hit_score  # both multipliers are 1.0
         else:
-            recency, historical = _multipliers(memory, doc_id, status, plan)
+            recency, historical = _multipliers(core, doc_id, status, plan)
             score = hit_score * recency * historical
         ranked.append((score, position, doc_id, status, h))
         if enough is not None and len(ranked) >= enough:
@@ -318,49 +336,49 @@ def _survivors(memory: Memory, plan: _Plan, hits: list[tuple[str, float, Any]],
     return ranked
 
 
-def _explanation(memory: Memory, query: str, plan: _Plan, doc_id: str, hit: Any, status: str,
+def _explanation(core: MemoryCore, query: str, plan: _Plan, doc_id: str, hit: Any, status: str,
                  rank: int | None, score: float | None, text: str) -> Explanation:
-    s = memory.index.facts[doc_id]
-    recency, historical = _multipliers(memory, doc_id, status, plan)
+    s = core.index.facts[doc_id]
+    recency, historical = _multipliers(core, doc_id, status, plan)
     fused = plan.embedding is not None
-    terms = set(memory.engine.analyze(query))
+    terms = set(core.engine.analyze(query))
     return Explanation(
         id=doc_id,
         lexical=None if hit is None else hit.lexical,
         semantic=None if hit is None else hit.semantic,
         fusion="rrf" if fused else "bm25",
-        weights={"lexical": 1.0, "semantic": memory.config.semantic_weight} if fused else {"lexical": 1.0},
-        matched_terms=tuple(sorted(terms & set(memory.engine.analyze(text)))),
+        weights={"lexical": 1.0, "semantic": core.config.semantic_weight} if fused else {"lexical": 1.0},
+        matched_terms=tuple(sorted(terms & set(core.engine.analyze(text)))),
         recency_multiplier=recency, historical_multiplier=historical, status=status,
         evaluated_at=plan.t, valid_from=s.valid_from, valid_to=s.valid_to, rank=rank,
-        chain=memory.index.chain(doc_id, memory.slot_policy), score=score,
-        known=memory.index.visible(doc_id, plan.known_at),
+        chain=core.index.chain(doc_id, core.slot_policy), score=score,
+        known=core.index.visible(doc_id, plan.known_at),
         note=(NOT_SEARCHABLE if s.file is not None and not s.file[7] else None),
     )
 
 
-async def explain(memory: Memory, query: str, doc_id: str, **options: Any) -> Explanation:
+async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOptions) -> Explanation:
+    """``Memory.explain``: why ``doc_id`` came back for ``query`` (or why not)."""
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    if doc_id not in memory.index.facts:
+    if doc_id not in core.index.facts:
         check_id(doc_id)  # a bad id is InvalidRequest, not NotFound
         raise NotFound(f"no fact {doc_id!r}")
-    options = {**options, "explain": False}
-    plan = _Plan(memory, options)
-    scored = await _rank(memory, query, plan, hits_needed=True)
-    fact = await memory.fact(doc_id)
+    plan = _Plan(core, options._replace(explain=False))
+    scored = await _rank(core, query, plan, hits_needed=True)
+    fact = await core.fact(doc_id)
     if fact is None:
         raise NotFound(f"no fact {doc_id!r}")
     for rank, (found, score, status, hit) in enumerate(scored[: plan.k], start=1):
         if found == doc_id:
-            return _explanation(memory, query, plan, doc_id, hit, status, rank, score, fact.text)
+            return _explanation(core, query, plan, doc_id, hit, status, rank, score, fact.text)
     # Not among the results: score it alone, with the same search and multipliers.
-    status = memory.index.status(doc_id, plan.t, plan.known_at, memory.slot_policy)
-    hits = await memory.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id],
-                                                semantic_weight=memory.config.semantic_weight)
+    status = core.index.status(doc_id, plan.t, plan.known_at, core.slot_policy)
+    hits = await core.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id],
+                                                semantic_weight=core.config.semantic_weight)
     hit = hits[0] if hits else None
     alone: float | None = None
     if hit is not None:
-        recency, historical = _multipliers(memory, doc_id, status, plan)
+        recency, historical = _multipliers(core, doc_id, status, plan)
         alone = hit.score * recency * historical
-    return _explanation(memory, query, plan, doc_id, hit, status, None, alone, fact.text)
+    return _explanation(core, query, plan, doc_id, hit, status, None, alone, fact.text)

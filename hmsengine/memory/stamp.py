@@ -31,7 +31,9 @@ STAMP_VERSION = 1
 
 
 class Stamp:
-    """The parsed stamp of one fact (the memory index keeps one per fact)."""
+    """The stamp of one fact (the memory index keeps one per fact). Never mutated once built:
+    ``with_ingest_time`` and ``with_supersedes`` return new ones (index entries and prepared
+    facts share stamps)."""
 
     __slots__ = ("actor", "digest", "entities", "event_time", "file", "importance", "ingest_time",
                  "kind", "namespace", "sources", "subject", "supersedes", "valid_from", "valid_to")
@@ -65,6 +67,34 @@ class Stamp:
         if self.event_time is not None:
             return self.event_time
         return self.ingest_time
+
+    def _evolve(self, **changes: Any) -> Stamp:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        fields.update(changes)
+        return Stamp(**fields)
+
+    def with_ingest_time(self, ingest_time: int) -> Stamp:
+        return self._evolve(ingest_time=ingest_time)
+
+    def with_supersedes(self, supersedes: tuple[str, ...]) -> Stamp:
+        return self._evolve(supersedes=supersedes)
+
+    def compact(self) -> Stamp:
+        """The memory index's copy (``from_list(..., compact=True)``'s): no digest, the names
+        that repeat across facts interned."""
+        return self._evolve(digest="", kind=sys.intern(self.kind),
+                            namespace=sys.intern(self.namespace),
+                            actor=sys.intern(self.actor) if self.actor is not None else None)
+
+    def value_key(self) -> tuple[Any, ...]:
+        """Every field but the digest, hashable: stamps with equal keys have equal compact
+        forms, so the index may keep one object for all of them (see StampParser)."""
+        return tuple(getattr(self, name) for name in self.__slots__ if name != "digest")
+
+    def to_json(self) -> str:
+        """The stored form: ``to_list()`` as compact JSON, as it appears under ``"_hms"``."""
+        return json.dumps(self.to_list(), ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
 
     def to_list(self) -> list[Any]:
         out = [STAMP_VERSION, self.digest, self.kind, self.namespace, self.subject,
@@ -208,10 +238,15 @@ class StampParser:
         return stamp
 
 
-def join_metadata(stamp: Stamp, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = dict(metadata or {})
-    out[STAMP_KEY] = stamp.to_list()
-    return out
+def with_stamp(metadata_json: str | None, stamp: Stamp) -> str:
+    """A fact document's metadata JSON: the caller's own metadata (``metadata_json``, the
+    compact JSON that ``check_metadata`` returned, or None) with the stamp added as its last key,
+    written once as text. The same bytes as encoding the merged object: the caller's keys in
+    their order, then ``"_hms"``."""
+    tail = f'"{STAMP_KEY}":{stamp.to_json()}}}'
+    if metadata_json is None or metadata_json == "{}":
+        return "{" + tail
+    return metadata_json[:-1] + "," + tail
 
 
 def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
@@ -235,3 +270,4 @@ def payload_digest(*, text: str, kind: str, namespace: str, subject: str | None,
         body["file"] = list(file)
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+

@@ -28,6 +28,20 @@ class FileRef:
     summary: str | None = None
 
 
+def file_ref(raw: tuple[Any, ...] | None) -> FileRef | None:
+    """The FileRef of a fact stamp's file element (memory/stamp.py)."""
+    if raw is None:
+        return None
+    uri, offset, length, fmt, sha256, size, mtime, summary = raw
+    return FileRef(uri=uri, offset=offset, length=length, format=fmt, sha256=sha256, size=size,
+                   mtime=mtime, summary=summary)
+
+
+def stamp_file(ref: FileRef) -> tuple[Any, ...]:
+    """A FileRef as a fact stamp's file element (memory/stamp.py)."""
+    return (ref.uri, ref.offset, ref.length, ref.format, ref.sha256, ref.size, ref.mtime, ref.summary)
+
+
 @attrs.frozen(kw_only=True)
 class RememberInput:
     """One fact to remember: the parameters of ``Memory.remember``, text first."""

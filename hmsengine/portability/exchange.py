@@ -32,17 +32,15 @@ import os
 import zlib
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import trio
 
+from ..engine import DocumentEngine, PutOp
 from ..errors import Conflict, HmsError, IncompatibleStore, InvalidRequest
 from ..localfiles import NotRegular, open_regular
 from .records import Incoming, canonical, incoming, record_of, tombstone_record
-
-if TYPE_CHECKING:
-    from ..engine.engine import Engine
 
 EXPORT_FORMAT = "hmsengine-jsonl"
 SCHEMA_VERSION = 1
@@ -69,7 +67,7 @@ class ImportReport:
 # -- reading the store --------------------------------------------------------------------------
 
 
-async def collect(engine: Engine, *, progress: Progress | None = None) -> list[dict[str, Any]]:
+async def collect(engine: DocumentEngine, *, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Every record of the store at one revision, in commit order (see below).
 
     Reads in chunks with checkpoints between them; if a write lands meanwhile, it reads again
@@ -84,7 +82,8 @@ async def collect(engine: Engine, *, progress: Progress | None = None) -> list[d
     raise AssertionError("unreachable: the last attempt does not yield")
 
 
-async def _read_all(engine: Engine, *, yielding: bool, progress: Progress | None) -> list[dict[str, Any]]:
+async def _read_all(engine: DocumentEngine, *, yielding: bool,
+                    progress: Progress | None) -> list[dict[str, Any]]:
     tombstones = engine.tombstones()
     items = engine.scan_metadata(commit_order=True)
     records: list[dict[str, Any]] = []
@@ -157,7 +156,8 @@ def _check_path(path: object, *, for_writing: bool) -> Path:
     return p
 
 
-async def export_jsonl(engine: Engine, path: object, *, progress: Progress | None = None) -> dict[str, Any]:
+async def export_jsonl(engine: DocumentEngine, path: object, *,
+                       progress: Progress | None = None) -> dict[str, Any]:
     """Write every record of the store to ``path`` (.jsonl or .jsonl.gz); the header's counts."""
     target = _check_path(path, for_writing=True)
     records = await collect(engine, progress=progress)
@@ -259,7 +259,7 @@ def check_header(value: dict[str, Any], where: str, expected_format: str) -> Non
                                 f"({SCHEMA_VERSION})")
 
 
-async def import_jsonl(engine: Engine, path: object, *, progress: Progress | None = None,
+async def import_jsonl(engine: DocumentEngine, path: object, *, progress: Progress | None = None,
                        max_bytes: int = DEFAULT_MAX_IMPORT_BYTES) -> ImportReport:
     """Validate all of ``path``, then write it in one transaction (see the module docstring)."""
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -281,13 +281,13 @@ def _parse_file(source: Path, max_bytes: int) -> list[Incoming]:
 # -- writing ---------------------------------------------------------------------------------------
 
 
-async def apply(engine: Engine, items: list[Incoming], *, source: str,
+async def apply(engine: DocumentEngine, items: list[Incoming], *, source: str,
                 progress: Progress | None = None) -> ImportReport:
     """Plan against the store, refuse conflicts, then write everything in one transaction."""
     from .records import stored_identity
 
     tombstones = engine.tombstones()
-    puts: list[dict[str, Any]] = []
+    puts: list[PutOp] = []
     new_tombstones: list[tuple[str, int]] = []
     refused: list[str] = []
     conflicts: list[str] = []

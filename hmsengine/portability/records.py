@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..engine.values import check_embedding, check_id, check_metadata, check_text
+from ..engine import PutOp, check_embedding, check_id, check_metadata, check_text, put_op
 from ..errors import InvalidRequest
 from ..memory.files import check_uri
 from ..memory.inputs import prepare
@@ -86,7 +86,7 @@ class Incoming:
 
     id: str
     kind: str  # "fact" | "document" | "tombstone"
-    put: dict[str, Any] | None
+    put: PutOp | None
     identity: str | None
     purged_at: int | None = None
 
@@ -152,11 +152,9 @@ def incoming(record: object) -> Incoming:
         _fields(record, DOCUMENT_FIELDS, kind)
         text = check_text(record["text"], "text")
         metadata = record.get("metadata")
-        check_metadata(metadata, "metadata")
+        metadata_json = check_metadata(metadata, "metadata")
         embedding = check_embedding(record.get("embedding"), "embedding")
-        put: dict[str, Any] = {"id": doc_id, "text": text, "metadata": metadata}
-        if embedding is not None:
-            put["embedding"] = embedding
+        put = put_op(doc_id, text, metadata_json, embedding)
         identity = canonical({"text": text, "metadata": metadata, "embedding": _embedding(embedding)})
         return Incoming(id=doc_id, kind=kind, put=put, identity=identity)
     if kind != "fact":
@@ -182,8 +180,8 @@ def incoming(record: object) -> Incoming:
         namespace=record.get("namespace", "default"), sources=tuple(record.get("sources") or ()),
         actor=record.get("actor"), importance=importance)
     prepared = prepare(item, file=_file(record.get("file")))
-    doc = prepared.document(ingest_time)
-    return Incoming(id=doc_id, kind=kind, put=doc, identity=prepared.stamp.digest)
+    op, _ = prepared.put(ingest_time)
+    return Incoming(id=doc_id, kind=kind, put=op, identity=prepared.stamp.digest)
 
 
 def stored_identity(metadata: dict[str, Any] | None, text: str, embedding: Any) -> tuple[str, str | None]:

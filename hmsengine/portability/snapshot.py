@@ -28,10 +28,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
+from ..engine import DocumentEngine
 from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
 from ..localfiles import NotRegular, OutsideBase, TooLarge, open_beneath, read_range, read_whole
 from .exchange import (
@@ -45,9 +46,6 @@ from .exchange import (
     write_atomically,
 )
 from .records import canonical, incoming
-
-if TYPE_CHECKING:
-    from ..engine.engine import Engine
 
 SNAPSHOT_FORMAT = "hmsengine-snapshot-v2"
 SNAPSHOT_SCHEMA = 1
@@ -147,7 +145,7 @@ def _write_snapshot(target: Path, records: list[dict[str, Any]], attachments: bo
     return manifest
 
 
-async def snapshot(engine: Engine, path: object, *, format: str = "hmsengine-v2",
+async def snapshot(engine: DocumentEngine, path: object, *, format: str = "hmsengine-v2",
                    attachments: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Write a snapshot of the whole store into ``path`` (new or empty); return its manifest."""
     if format not in FORMATS:
@@ -301,7 +299,7 @@ def _load(root: Path, max_bytes: int = DEFAULT_MAX_RESTORE_BYTES) -> tuple[str, 
     return SNAPSHOT_FORMAT, parse_records(lines, str(root / FACTS_FILE))
 
 
-async def restore(engine: Engine, path: object, *, progress: Progress | None = None,
+async def restore(engine: DocumentEngine, path: object, *, progress: Progress | None = None,
                   max_bytes: int = DEFAULT_MAX_RESTORE_BYTES) -> ImportReport:
     """Verify the snapshot at ``path`` completely (regular files only, at most ``max_bytes``
     together), then restore it in one transaction."""

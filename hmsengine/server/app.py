@@ -10,12 +10,13 @@ while the stream is read, never trusted from a header alone) and within ``body_t
 (408), parsed as JSON (400), checked for lone surrogates (422), and the tenant's store is opened
 if needed (tenants.py). Then the operation runs and its result is the response.
 
-Errors are always ``{"error": {"code", "message"[, "hint"]}}``; the table ``STATUS`` maps the
-error classes to HTTP statuses at this boundary. Store-side failures (a corrupt or locked store,
-a failed fsync) answer with their code and a fixed message (the details, which name server paths,
-go to the log); anything unexpected is a 500 with a fixed message, logged with its traceback.
-Other messages never show a server path: the tenant's store directory and file base are written
-as paths relative to them (``relative_paths``).
+Errors are always ``{"error": {"code", "message"[, "hint"]}}``; the table ``wire.ERRORS`` (which
+the client reads errors back with) maps the error classes to HTTP statuses at this boundary.
+Store-side failures (a corrupt or locked store, a failed fsync) answer with their code and a
+fixed message (the details, which name server paths, go to the log); anything unexpected is a
+500 with a fixed message, logged with its traceback. Other messages never show a server path:
+the tenant's store directory and file base are written as paths relative to them
+(``relative_paths``).
 """
 
 from __future__ import annotations
@@ -37,27 +38,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..config import DEFAULT_SEMANTIC_WEIGHT
-from ..engine.values import Document, Hit, PutResult, check_unicode
-from ..errors import (
-    Conflict,
-    CorruptStore,
-    DurabilityError,
-    EngineClosed,
-    HmsError,
-    IncompatibleStore,
-    InvalidRequest,
-    NotFound,
-    ProvenanceError,
-    StoreLocked,
-    WrongKey,
-)
+from ..engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult, check_unicode
+from ..errors import HmsError, InvalidRequest, NotFound
 from ..memory import Memory
-from ..memory.jsonapi import OPERATIONS, to_json
-from .auth import Forbidden, KeyRing, Unauthorized
+from ..memory.jsonapi import OPERATIONS
+from ..wire import error_body, http_status, to_json
+from .auth import KeyRing
 from .guard import Refused, RequestGuard, check_json_content_type
 from .openapi import API, build_openapi
-from .tenants import TENANT_HEADER, InvalidTenant, TenantPool, check_tenant
+from .tenants import TENANT_HEADER, TenantPool, check_tenant
 
 logger = logging.getLogger("hmsengine.server")
 
@@ -75,24 +64,6 @@ DOCUMENT_METHODS = ("GET", "PUT", "DELETE")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # What a web app an operator allowed (--allow-origin) may send across origins.
 CORS_HEADERS = ("authorization", "content-type", "x-hms-tenant")
-
-# Error class -> (HTTP status, message sent: None = the error's own, else this fixed one).
-STATUS: tuple[tuple[type[HmsError], int, str | None], ...] = (
-    (InvalidTenant, 400, None),
-    (Unauthorized, 401, None),
-    (Forbidden, 403, None),
-    (InvalidRequest, 422, None),
-    (NotFound, 404, None),
-    (Conflict, 409, None),
-    (ProvenanceError, 409, None),
-    (StoreLocked, 503, "the tenant's store is locked by another process"),
-    (EngineClosed, 503, "the server is shutting down"),
-    (DurabilityError, 503, "the tenant's store refuses writes after an I/O error; see the log"),
-    (CorruptStore, 500, "the tenant's store is damaged; see the server log"),
-    (WrongKey, 500, "the tenant's store cannot be opened; see the server log"),
-    (IncompatibleStore, 500, "the tenant's store has a newer format; see the server log"),
-)
-
 
 class HttpError(Exception):
     """A transport-level refusal with its status and error code (bad JSON, 405, 408, 413)."""
@@ -123,10 +94,7 @@ def json_response(status: int, value: Any, headers: Mapping[str, str] | None = N
 
 def error_response(status: int, code: str, message: str, hint: str | None = None,
                    headers: Mapping[str, str] | None = None) -> Response:
-    body: dict[str, str] = {"code": code, "message": message}
-    if hint:
-        body["hint"] = hint
-    return json_response(status, {"error": body}, headers)
+    return json_response(status, error_body(code, message, hint), headers)
 
 
 def relative_paths(text: str, places: Sequence[tuple[str, str]]) -> str:
@@ -140,17 +108,21 @@ def relative_paths(text: str, places: Sequence[tuple[str, str]]) -> str:
 
 
 def hms_error_response(exc: HmsError, places: Sequence[tuple[str, str]] = ()) -> Response:
-    for cls, status, fixed in STATUS:
-        if isinstance(exc, cls):
-            if fixed is not None:
-                logger.error("%s: %s", exc.code, exc)
-                return error_response(status, exc.code, fixed, None,
-                                      {"Retry-After": "1"} if status == 503 else None)
-            headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            return error_response(status, exc.code, relative_paths(exc.message, places),
-                                  relative_paths(exc.hint, places) or None, headers)
-    logger.error("unmapped %s: %s", type(exc).__name__, exc)
-    return error_response(500, exc.code, INTERNAL_MESSAGE)
+    """The answer for an ``HmsError``: its status from ``wire.ERRORS``; a fixed message instead
+    of the error's own where that names server-side details (logged); 500 for any other. The
+    error's own message and hint show ``places`` (directory, name) relatively."""
+    mapped = http_status(exc)
+    if mapped is None:
+        logger.error("unmapped %s: %s", type(exc).__name__, exc)
+        return error_response(500, exc.code, INTERNAL_MESSAGE)
+    status, fixed = mapped
+    if fixed is not None:
+        logger.error("%s: %s", exc.code, exc)
+        return error_response(status, exc.code, fixed, None,
+                              {"Retry-After": "1"} if status == 503 else None)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return error_response(status, exc.code, relative_paths(exc.message, places),
+                          relative_paths(exc.hint, places) or None, headers)
 
 
 def _reject_constant(name: str) -> Any:

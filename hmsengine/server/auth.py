@@ -27,7 +27,7 @@ from pathlib import Path
 
 import attrs
 
-from ..errors import HmsError, InvalidRequest
+from ..errors import Forbidden, InvalidRequest, Unauthorized
 from .tenants import TENANT_PATTERN
 
 # RFC 6750's b64token: the characters a bearer token may hold.
@@ -35,20 +35,6 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _HASH_RE = re.compile(r"[0-9a-fA-F]{64}")
 _TENANT_RE = re.compile(TENANT_PATTERN)
 MAX_KEYS = 100_000
-
-
-class Unauthorized(HmsError, PermissionError):
-    """No valid ``Authorization: Bearer <key>`` for any tenant (HTTP 401)."""
-
-    code = "unauthorized"
-    default_hint = "send Authorization: Bearer <key> with a key issued for this tenant"
-
-
-class Forbidden(HmsError, PermissionError):
-    """The key is valid, but for another tenant (HTTP 403)."""
-
-    code = "forbidden"
-    default_hint = "use a key issued for the tenant named in X-HMS-Tenant"
 
 
 def hash_key(key: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..clock import MAX_MS, MIN_MS
-from ..config import KINDS
+from ..memory.config import KINDS
 from ..memory.recall import HISTORY
 from .tenants import DEFAULT_TENANT, TENANT_HEADER, TENANT_PATTERN
 

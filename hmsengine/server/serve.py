@@ -38,8 +38,8 @@ from typing import Any
 import attrs
 import trio
 
-from ..config import MemoryConfig
 from ..errors import HmsError, InvalidRequest
+from ..memory.config import MemoryConfig
 from .app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, ServerApp
 from .auth import KeyRing
 from .guard import RequestGuard, check_host_argument, check_origin_argument

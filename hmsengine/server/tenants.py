@@ -36,10 +36,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from ..config import MemoryConfig
-from ..engine import Engine
-from ..errors import EngineClosed, HmsError, InvalidRequest
+from ..errors import EngineClosed, InvalidRequest, InvalidTenant
+from ..facade import Engine
 from ..memory import Memory
+from ..memory.config import MemoryConfig
 
 TENANT_HEADER = "x-hms-tenant"
 DEFAULT_TENANT = "default"
@@ -47,13 +47,6 @@ TENANT_PATTERN = r"[A-Za-z0-9_-]{1,64}"
 _TENANT_RE = re.compile(TENANT_PATTERN)
 DEFAULT_MAX_OPEN = 64
 logger = logging.getLogger("hmsengine.server")
-
-
-class InvalidTenant(HmsError, ValueError):
-    """The ``X-HMS-Tenant`` header is not 1 to 64 of ``[A-Za-z0-9_-]``."""
-
-    code = "invalid_tenant"
-    default_hint = "send X-HMS-Tenant with 1 to 64 of A-Z, a-z, 0-9, '_' and '-' (or omit it)"
 
 
 def check_tenant(value: str | None) -> str:

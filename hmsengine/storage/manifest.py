@@ -1,4 +1,4 @@
-"""``format.json``, the ``CURRENT`` pointer and generation directories.
+"""``format.json`` (what kind of store this is) and the names of a store's files.
 
 A store directory looks like::
 
@@ -10,9 +10,7 @@ A store directory looks like::
         journal.log       the journal (storage/journal.py)
         documents.text    the text segment (storage/segments.py)
 
-``CURRENT`` is replaced atomically (temp file, fsync, rename, directory fsync), so a compaction
-that writes ``gen-00000002/`` and then switches ``CURRENT`` leaves either generation live after a
-crash, never neither.
+Generation directories and the ``CURRENT`` pointer are storage/generations.py's.
 
 Compatibility rule: ``format.json`` carries ``version`` (the format the writer used) and
 ``min_reader_version`` (the oldest format a reader must understand to open the store safely).
@@ -29,13 +27,11 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from typing import Any
 
 import attrs
 
 from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
-from .directory import Directory
 
 FORMAT_NAME = "hmsengine-store"
 FORMAT_VERSION = 1
@@ -43,7 +39,6 @@ FORMAT_FILE = "format.json"
 CURRENT_FILE = "CURRENT"
 JOURNAL_FILE = "journal.log"
 TEXT_FILE = "documents.text"
-_GEN_RE = re.compile(r"^gen-(\d{8})$")
 
 
 @attrs.frozen(kw_only=True)
@@ -148,76 +143,3 @@ def check_settings(value: Any, *, where: str) -> dict[str, Any]:
     return value
 
 
-def generation_name(number: int) -> str:
-    return f"gen-{number:08d}"
-
-
-def generation_number(name: str) -> int | None:
-    m = _GEN_RE.match(name)
-    return int(m.group(1)) if m else None
-
-
-def encode_current(generation: str) -> bytes:
-    crc = zlib.crc32(generation.encode()) & 0xFFFFFFFF
-    return f"{generation} {crc:08x}\n".encode()
-
-
-def read_current(directory: Directory) -> str:
-    """The live generation's directory name; a damaged ``CURRENT`` is :class:`CorruptStore`."""
-    where = directory.describe(CURRENT_FILE)
-    raw = directory.read_bytes(CURRENT_FILE)
-    try:
-        name, crc = raw.decode().split()
-        ok = int(crc, 16) == zlib.crc32(name.encode()) & 0xFFFFFFFF
-    except (ValueError, UnicodeDecodeError):
-        ok = False
-    if not ok or generation_number(name) is None:
-        raise CorruptStore("CURRENT is damaged", file=where)
-    if not directory.exists(name):
-        raise CorruptStore(f"CURRENT names {name}, which does not exist", file=where)
-    return name
-
-
-def write_current(directory: Directory, generation: str) -> None:
-    directory.atomic_write(CURRENT_FILE, encode_current(generation))
-
-
-def check_not_headless(directory: Directory) -> None:
-    """Refuse (``CorruptStore``) a store whose ``format.json`` is gone while its other files are
-    there: creation writes ``format.json`` before anything else, so this is damage, never a
-    store still being created."""
-    left = [n for n in directory.listdir("") if n == CURRENT_FILE or generation_number(n) is not None]
-    if left:
-        raise CorruptStore(
-            f"{FORMAT_FILE} is missing but the store's other files are here "
-            f"({', '.join(left[:3])}); nothing was written",
-            file=directory.describe(FORMAT_FILE),
-            hint="restore format.json (or the whole directory) from a backup; opening would "
-                 "otherwise take an encrypted store for a plain one")
-
-
-def check_generation_files(directory: Directory, generation: str) -> None:
-    """Refuse (``CorruptStore``) a live generation without its journal or text segment: both
-    exist (synced) before ``CURRENT`` ever names the generation, so a missing one was deleted."""
-    for name in (JOURNAL_FILE, TEXT_FILE):
-        path = f"{generation}/{name}"
-        if not directory.exists(path):
-            raise CorruptStore(
-                f"{path} is missing from the live generation; nothing was changed",
-                file=directory.describe(path),
-                hint="restore the store directory from a backup or a snapshot; opening what is "
-                     "left would lose the documents it held")
-
-
-def check_store_directory(directory: Directory) -> None:
-    """Refuse to turn a non-empty directory that is not a store into one."""
-    ours = {FORMAT_FILE, CURRENT_FILE, "LOCK", FORMAT_FILE + ".tmp", CURRENT_FILE + ".tmp"}
-    foreign = [
-        n for n in directory.listdir("") if n not in ours and generation_number(n) is None
-    ]
-    if foreign and not directory.exists(FORMAT_FILE):
-        raise InvalidRequest(
-            f"{directory.describe('')} is not empty and is not an hmsengine store "
-            f"(found {', '.join(foreign[:3])})",
-            hint="give Engine.open an empty or new directory, or an existing store",
-        )

@@ -231,7 +231,7 @@ def test_cancelling_contributions_touch_a_document_once() -> None:
 
 
 def test_norm_idf_and_term_score_scalars_match_kernel_bits() -> None:
-    """bm25_norm, bm25_idf and bm25_term_score (for explain) give the kernels' exact bits."""
+    """bm25_norm, bm25_idf and bm25_term (for explain) give the kernels' exact bits."""
     lens = np.array([0, 1, 5, 17, 120], dtype=np.int32)
     norms = bm25.bm25_norms(lens, 9.3)
     assert [bm25.bm25_norm(int(x), 9.3) for x in lens] == norms.tolist()
@@ -247,7 +247,7 @@ def test_norm_idf_and_term_score_scalars_match_kernel_bits() -> None:
     term_ids = np.array([0], dtype=np.int32)
     w = np.array([float(idfs[2])])
     got = bm25.bm25_score_docs(offsets, doc_ids, tfs, norms, term_ids, w, np.array([2], np.int32))
-    assert got[0] == bm25.bm25_term_score(float(idfs[2]), 3.0, float(norms[2]))
+    assert got[0] == bm25.bm25_term(float(idfs[2]), 3.0, float(norms[2]))
 
 
 def test_bm25_formula_value() -> None:

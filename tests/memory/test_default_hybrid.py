@@ -19,7 +19,7 @@ from needs_embedder import require_bundled_embedder
 require_bundled_embedder()
 
 from hmsengine import Engine, InvalidRequest, Memory, embedders  # noqa: E402
-from hmsengine.config import parse_config  # noqa: E402
+from hmsengine.memory.config import parse_config  # noqa: E402
 from hmsengine.memory.embedding import SECTION  # noqa: E402
 
 ADOPTION = "Caroline: I'm looking into agencies to adopt a kid"

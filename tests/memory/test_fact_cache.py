@@ -10,19 +10,19 @@ import attrs
 import pytest
 
 from hmsengine import Engine, ForgetScope, InvalidRequest, Memory, RecallHit
-from hmsengine.memory.memory import FactCache, fact_bytes
+from hmsengine.memory.facts import FactCache, fact_bytes
 from hmsengine.memory.values import cached_recall_hits, recall_hit
 
 
 async def fresh(memory: Memory, doc_id: str) -> Any:
     """What a read of ``doc_id`` gives with nothing cached."""
-    memory._shared.facts.clear()
+    memory.core.state.facts.clear()
     return await memory.fact(doc_id)
 
 
 async def assert_cache_exact(memory: Memory) -> None:
     """Every cached fact equals a fresh read of it (the cache never serves a stale value)."""
-    cached = dict(memory._shared.facts.facts)
+    cached = dict(memory.core.state.facts.facts)
     for doc_id, fact in cached.items():
         assert await fresh(memory, doc_id) == fact, doc_id
     for doc_id in cached:  # refill, so the next check starts from the same state
@@ -81,7 +81,7 @@ async def test_cache_exact_after_reopen(disk_path: str) -> None:
         await engine.put_document("w", "the walrus swims")
     async with Engine.open(disk_path) as engine:
         memory = Memory(engine)
-        assert len(memory._shared.facts) == 0
+        assert len(memory.core.state.facts) == 0
         hits = await memory.recall("walrus")
         assert [(h.fact.id, h.fact.text) for h in hits] == [(r.id, "the walrus swims")]
         assert (await memory.recall("walrus"))[0].fact == hits[0].fact
@@ -99,7 +99,7 @@ async def test_batched_facts_equal_one_by_one(store_path: str | None) -> None:
         await memory.forget(ForgetScope.ids([results[3].id]))
         ids = [r.id for r in results] + ["raw", "nope", results[5].id]
         one_by_one = [await fresh(memory, i) for i in ids]
-        memory._shared.facts.clear()
+        memory.core.state.facts.clear()
         assert await memory.facts(ids) == one_by_one  # all misses: one get_documents call
         assert await memory.facts(ids) == one_by_one  # now cached
         assert one_by_one[3] is None and one_by_one[-2] is None

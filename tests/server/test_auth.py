@@ -12,7 +12,8 @@ from serverproc import ServerProcess, raw_http, request_bytes, run_serve, tenant
 
 from hmsengine import InvalidRequest
 from hmsengine.client import Client
-from hmsengine.server.auth import Forbidden, KeyRing, Unauthorized, hash_key
+from hmsengine.errors import Forbidden, Unauthorized
+from hmsengine.server.auth import KeyRing, hash_key
 
 KEY_A = "alpha-key-0123456789abcdef"
 KEY_B = "beta-key-fedcba9876543210"

@@ -38,17 +38,13 @@ from typing import Any
 
 import attrs
 
-from .errors import InvalidRequest
+from ..engine import DEFAULT_SEMANTIC_WEIGHT
+from ..errors import InvalidRequest
 
 KINDS = ("fact", "profile", "procedure", "episode")
 DEFAULT_MAX_HYDRATE_BYTES = 64 * 1024 * 1024
 SUPERSESSION = ("none", "latest-by-subject")
 CONSOLIDATION = ("none", "exact-duplicates")
-# The weight of the embedding channel against BM25 (weight 1) in reciprocal rank fusion: the one
-# default of recall (MemoryConfig.semantic_weight) and of search_documents, so that recall with
-# a query vector ranks like search_documents with the same vector. Tuned on LoCoMo's training
-# conversations (bench/quality.py).
-DEFAULT_SEMANTIC_WEIGHT = 0.3
 EMBEDDER_CHOICES = ("default", "none")
 
 

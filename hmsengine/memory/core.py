@@ -1,0 +1,199 @@
+"""The memory layer's core: what the ``Memory`` facade and the helper modules share.
+
+``MemoryCore`` is one memory's view of an engine: the engine, the ``MemoryConfig``, the
+embedder, observers, and the per-engine ``EngineState`` (the memory index, the cache of recently
+read facts, the write lock and the ids being written) that every ``Memory`` over the same
+engine shares. The facade (memory.py) and the helpers (remember.py, recall.py, forget.py,
+loader.py, files.py, jsonapi.py) all take a core; none of them reaches into another's privates.
+
+Built only on the engine's public face (``hmsengine.engine``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from ..engine import Change, DocumentEngine, check_id
+from ..errors import InvalidRequest, NotFound
+from .config import MemoryConfig
+from .facts import FactCache, with_own_metadata
+from .index import MemoryIndex
+from .stamp import Stamp, plain_stamp, user_metadata
+from .values import Fact, file_ref
+
+# A callable (plain or async) from texts to vectors, or an object with ``embed(texts)`` and
+# ``dim`` such as hmsengine.embedders.MiniLMEmbedder.
+Embedder = Callable[[list[str]], Any] | Any
+Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
+
+
+class EngineState:
+    """Per-engine state shared by every Memory over it, kept current by a commit listener."""
+
+    def __init__(self, engine: DocumentEngine) -> None:
+        self.index = MemoryIndex()
+        self.index.load(engine.scan_metadata(), engine.revision)
+        # Recently read facts, so a recall whose hits were read before costs little more than
+        # the search itself; kept exact by the commit listener (see FactCache).
+        self.facts = FactCache()
+        # Serializes the checks of remember and the plans of forget against the index.
+        self.lock = trio.Lock()
+        # Ids whose remember passed its checks and is being written (see remember.py).
+        self.pending: dict[str, trio.Event] = {}
+        # id -> (metadata JSON, stamp) of the facts being written by remember: when the commit
+        # carries exactly that JSON (the same string object the put carried), the index takes
+        # the stamp as built instead of parsing it back from the JSON.
+        self.writing: dict[str, tuple[str, Stamp]] = {}
+        engine.add_commit_listener(self.on_commit)
+
+    def on_commit(self, revision: int, changes: list[Change]) -> None:
+        self.index.on_commit(revision, changes, self.writing)
+        self.facts.invalidate(self.index, changes)
+
+
+_STATES: weakref.WeakKeyDictionary[DocumentEngine, EngineState] = weakref.WeakKeyDictionary()
+
+
+def engine_state(engine: DocumentEngine) -> EngineState:
+    """The one ``EngineState`` of ``engine``, made at first use, for as long as it lives."""
+    state = _STATES.get(engine)
+    if state is None:
+        state = _STATES[engine] = EngineState(engine)
+    return state
+
+
+@attrs.define(eq=False)
+class MemoryCore:
+    """One ``Memory``'s engine, configuration, embedder and observers, and its engine's
+    shared state (made at first use: a Memory that is never used costs no index)."""
+
+    engine: DocumentEngine
+    config: MemoryConfig
+    embedder: Embedder | None = None
+    # The embedder's identity ({"model", "dim", "version"}) and why it may not embed for this
+    # store, if it may not (memory/embedding.py: resolve sets both, reembed may change them).
+    embedder_identity: dict[str, Any] | None = None
+    embedder_problem: InvalidRequest | None = None
+    observers: list[Observer] = attrs.Factory(list)
+    _state: EngineState | None = None
+
+    @property
+    def state(self) -> EngineState:
+        state = self._state
+        if state is None:
+            # Kept here once found: the lookup is on recall's hot path.
+            state = self._state = engine_state(self.engine)
+        return state
+
+    @property
+    def index(self) -> MemoryIndex:
+        return self.state.index
+
+    @property
+    def slot_policy(self) -> bool:
+        return self.config.supersession == "latest-by-subject"
+
+    async def embed(self, texts: list[str]) -> list[Any] | None:
+        """The embedder's vectors of ``texts`` (None without an embedder); the embedder's
+        problem with this store (memory/embedding.py) raised instead, if it has one."""
+        if self.embedder_problem is not None:
+            raise self.embedder_problem
+        if self.embedder is None:
+            return None
+        embed = getattr(self.embedder, "embed", None)
+        if callable(embed):
+            # A model object (hmsengine.embedders): its inference releases the GIL and can take
+            # milliseconds per batch, so it runs in a worker thread, never on the event loop.
+            vectors = await trio.to_thread.run_sync(embed, texts)
+        else:
+            vectors = self.embedder(texts)
+        if inspect.isawaitable(vectors):
+            vectors = await vectors
+        vectors = list(vectors)
+        if len(vectors) != len(texts):
+            raise InvalidRequest("embedder: returned a different number of vectors than texts")
+        return vectors
+
+    async def notify(self, event: str, ids: tuple[str, ...]) -> None:
+        """Tell the observers what was remembered or forgotten."""
+        for observer in list(self.observers):
+            result = observer(event, ids)
+            if inspect.isawaitable(result):
+                await result
+
+    async def get(self, id: str) -> Fact | None:
+        """``Memory.get``: the fact ``id``, or None (also for a forgotten one)."""
+        if not isinstance(id, str):
+            raise InvalidRequest("id: expected a string")
+        return await self.fact(id)
+
+    async def history(self, id: str) -> list[Fact]:
+        """``Memory.history``: the whole supersession chain of ``id``, oldest first."""
+        if id not in self.index.facts:
+            check_id(id)  # a bad id is InvalidRequest, not NotFound
+            raise NotFound(f"no fact {id!r}")
+        facts = await self.facts(self.index.chain(id, self.slot_policy))
+        return [f for f in facts if f is not None]
+
+    async def fact(self, doc_id: str) -> Fact | None:
+        """The fact ``doc_id`` (None if there is none); see ``facts``."""
+        return (await self.facts([doc_id]))[0]
+
+    async def facts(self, ids: Sequence[str]) -> list[Fact | None]:
+        """The facts ``ids``, in order (None where there is none): the stamp from the index, the
+        text, metadata and embedding from the engine, all the cache misses in one
+        ``get_documents`` call, or from the shared cache of recently read facts, which the
+        commit listener keeps exact. Each caller gets its own copy of a fact's metadata."""
+        cache = self.state.facts
+        cached = cache.facts
+        out: list[Fact | None] = []
+        missing: list[int] = []
+        for doc_id in ids:
+            fact = cached.get(doc_id)
+            if fact is None:
+                missing.append(len(out))
+                out.append(None)
+            else:
+                out.append(fact if fact.metadata is None else with_own_metadata(fact, fact.metadata))
+        cache.hits += len(out) - len(missing)
+        if missing:
+            cache.misses += len(missing)
+            await self._read_facts(ids, missing, out)
+        return out
+
+    async def _read_facts(self, ids: Sequence[str], missing: list[int],
+                          out: list[Fact | None]) -> None:
+        index = self.index
+        revision = index.revision
+        engine = self.engine
+        # One id (``get``): get_document, whose errors name the caller's ``id``.
+        docs = [await engine.get_document(ids[missing[0]])] if len(missing) == 1 else \
+            await engine.get_documents([ids[n] for n in missing])
+        # Cache only what was read at the latest revision (a large text is read in a worker
+        # thread, and a commit meanwhile may have changed what the index says of its links).
+        cache = self.state.facts if index.revision == revision else None
+        facts = index.facts
+        plain = None
+        for n, doc in zip(missing, docs, strict=True):
+            if doc is None:
+                continue
+            s = facts.get(doc.id)
+            if s is None:
+                s = plain = plain or plain_stamp()
+            fact = Fact(
+                id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
+                entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
+                event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,
+                ingest_time=s.ingest_time,
+                supersedes=tuple(x for x in s.supersedes if x in facts) if s.supersedes else (),
+                sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
+            )
+            if cache is not None:
+                cache.put(fact)
+            out[n] = fact if fact.metadata is None else with_own_metadata(fact, fact.metadata)
