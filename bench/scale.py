@@ -23,18 +23,15 @@ a 10,000-pseudo-word Zipf vocabulary, s=1.0; queries of 2-4 distinct words of a 
    (``<generation>/index/``), so the open re-reads and re-tokenizes every fact. Its close writes
    the segments again (timed apart). The OS page cache is not dropped (that needs root): "cold"
    means "no persisted index", not "nothing cached".
-5. peers (one process per size): bm25s (numba backend, Lucene BM25 k1=1.2 b=0.75), tantivy-py
-   (in RAM, 1 writer thread) and SQLite FTS5 (in memory, ``ORDER BY bm25() LIMIT 10``) index the
-   same texts and answer the same queries one at a time; build time and query p50/p99. Each
-   peer's timed queries stop after ``--peer-query-budget`` seconds (SQLite FTS5 scores every
-   matching row: at 1M facts one query takes about a second); the JSON says how many were timed.
-
 Targets checked at 1,000,000 facts (the scale issue's acceptance): open with persisted segments
 under 5 s, recall p50 under 20 ms, RSS under 3 GB (the larger of RSS after open and after the
 queries).
 
-Run: ``python bench/scale.py`` (about 15 minutes on the 2-core VM with other work running, most
-of it the 1M size: ingest ~5 min, four opens ~4 min, peers ~2 min),
+Lexical query speed next to tantivy-py, PISA and bm25s, 10k to 1M documents, is
+``bench/lexical.py``'s question (same tokens, same BM25, block-max pruning left on).
+
+Run: ``python bench/scale.py`` (about 12 minutes on the 2-core VM with other work running, most
+of it the 1M size: ingest ~5 min, four opens ~4 min),
 ``--quick`` for a smoke run (1k and 10k, ~1 minute), ``--sizes 1000,100000``. Writes
 bench/results/scale.json (``--quick``: scale-quick.json), updated after every size.
 """
@@ -43,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import os
 import shutil
@@ -62,7 +58,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # bench scripts run as files, not as a package
     RESULTS_DIR,
     busy_warning,
-    fmt_ratio,
     load_average,
     machine_facts,
     median,
@@ -78,20 +73,14 @@ import hmsengine
 from hmsengine import Engine, Memory
 
 QUESTION = ("Ingest time, store size, open time (cold and with persisted index segments), RSS and "
-            "recall latency of hmsengine from 1k to 1M facts, with bm25s, tantivy-py and SQLite "
-            "FTS5 query latency on the same corpus")
+            "recall latency of hmsengine from 1k to 1M facts")
 SEED = 20240611
 K = 10
 BATCH = 5_000
-PEERS = ("bm25s", "tantivy", "sqlite_fts5")
-PEER_NAMES = {"bm25s": "bm25s (numba)", "tantivy": "tantivy-py", "sqlite_fts5": "SQLite FTS5"}
-BM25S_SAME = {"method": "lucene", "k1": 1.2, "b": 0.75}  # hmsengine's BM25 (kernels/bm25.py)
-TANTIVY_HEAP = 256_000_000
 DEFAULTS: dict[str, Any] = {"sizes": (1_000, 10_000, 100_000, 1_000_000), "queries": 300,
-                            "passes": 3, "open_repeats": 3, "cold_repeats": 1,
-                            "peer_query_budget": 20.0, "peers": PEERS}
+                            "passes": 3, "open_repeats": 3, "cold_repeats": 1}
 QUICK: dict[str, Any] = {"sizes": (1_000, 10_000), "queries": 100, "passes": 2, "open_repeats": 2,
-                         "cold_repeats": 1, "peer_query_budget": 5.0}
+                         "cold_repeats": 1}
 TARGET_FACTS = 1_000_000
 TARGETS = {"open_persisted_s": 5.0, "recall_p50_ms": 20.0, "rss_gib": 3.0}
 SETTLE_LIMIT_S = 900
@@ -223,118 +212,14 @@ async def child_open(store: Path, queries: list[str], passes: int) -> dict[str, 
     return out
 
 
-def _timed(call: Callable[[str], Any], queries: list[str], budget: float) -> dict[str, Any]:
-    """One query at a time, stopping once ``budget`` seconds are spent (at least 10 queries)."""
-    for q in queries[:5]:
-        call(q)
-    lat: list[float] = []
-    clock = time.perf_counter
-    start = clock()
-    for q in queries:
-        t = clock()
-        call(q)
-        lat.append(clock() - t)
-        if len(lat) >= 10 and clock() - start > budget:
-            break
-    summary = _lat_summary(lat)
-    summary["stopped_by_budget"] = len(lat) < len(queries)
-    return summary
-
-
-def _peer_bm25s(texts: list[str], queries: list[str], budget: float) -> dict[str, Any]:
-    import bm25s
-
-    start = time.perf_counter()
-    tokens = bm25s.tokenize(texts, stopwords=None, show_progress=False)
-    retriever = bm25s.BM25(backend="numba", **BM25S_SAME)
-    retriever.index(tokens, show_progress=False)
-    build = time.perf_counter() - start
-    del tokens
-    retrieve = retriever.retrieve
-
-    def one(q: str) -> Any:
-        return retrieve([q.split()], k=min(K, len(texts)), n_threads=1, show_progress=False)
-
-    return {"build_seconds": build, "query": _timed(one, queries, budget)}
-
-
-def _peer_tantivy(texts: list[str], queries: list[str], budget: float) -> dict[str, Any]:
-    import tantivy
-
-    start = time.perf_counter()
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field("text", stored=False, tokenizer_name="default")
-    index = tantivy.Index(sb.build())
-    writer = index.writer(TANTIVY_HEAP, 1)
-    document, add = tantivy.Document, writer.add_document
-    for t in texts:
-        add(document(text=t))
-    writer.commit()
-    writer.wait_merging_threads()
-    index.reload()
-    build = time.perf_counter() - start
-    searcher = index.searcher()
-    parse, search = index.parse_query, searcher.search
-
-    def one(q: str) -> Any:
-        return search(parse(q, ["text"]), K).hits
-
-    return {"build_seconds": build, "segments": searcher.num_segments,
-            "query": _timed(one, queries, budget)}
-
-
-def _peer_fts5(texts: list[str], queries: list[str], budget: float) -> dict[str, Any]:
-    import sqlite3
-
-    start = time.perf_counter()
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(text)")
-    with db:
-        db.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", enumerate(texts))
-    build = time.perf_counter() - start
-    sql = "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10"
-    execute = db.execute
-
-    def one(q: str) -> Any:
-        return execute(sql, (" OR ".join(f'"{w}"' for w in q.split()),)).fetchall()
-
-    try:
-        return {"build_seconds": build, "query": _timed(one, queries, budget)}
-    finally:
-        db.close()
-
-
-def child_peers(n: int, n_queries: int, seed: int, peers: Sequence[str],
-                budget: float) -> dict[str, Any]:
-    corpus = Corpus(n, n_queries, seed)
-    texts, queries = corpus.texts, [q["text"] for q in corpus.queries]
-    del corpus
-    runners = {"bm25s": _peer_bm25s, "tantivy": _peer_tantivy, "sqlite_fts5": _peer_fts5}
-    out: dict[str, Any] = {}
-    for peer in peers:
-        gc.collect()
-        try:
-            out[peer] = runners[peer](texts, queries, budget)
-        except ImportError as exc:
-            out[peer] = {"skipped": f"not installed ({exc})"}
-            continue
-        q = out[peer]["query"]
-        _log(f"      {PEER_NAMES[peer]}: build {out[peer]['build_seconds']:.1f} s, "
-             f"p50 {q['p50_ms']:.2f} ms, p99 {q['p99_ms']:.2f} ms ({q['queries']} queries)")
-    return out
-
-
 def run_child(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else Path()
     if args.child == "build":
         result = trio.run(child_build, args.facts, store, args.queries, args.seed,
                           Path(args.queries_file))
-    elif args.child == "open":
+    else:
         queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))
         result = trio.run(child_open, store, queries, args.passes)
-    else:
-        result = child_peers(args.facts, args.queries, args.seed, args.peers.split(","),
-                             args.peer_query_budget)
     Path(args.child_out).write_text(json.dumps(result), encoding="utf-8")
     return 0
 
@@ -452,19 +337,6 @@ def run_size(n: int, root: Path, params: dict[str, Any], seed: int,
         res["rss"]["bytes_per_fact_over_empty"] = (
             (res["rss"]["after_open_kib"] - empty_kib) * 1024 / n)
     shutil.rmtree(store, ignore_errors=True)
-    if params["peers"]:
-        _log("    peers: " + ", ".join(PEER_NAMES[p] for p in params["peers"]))
-        peers = _spawn(root, "peers", [*common, "--peers", ",".join(params["peers"]),
-                                       "--peer-query-budget", str(params["peer_query_budget"])])
-        for peer in peers.values():
-            if "query" in peer:
-                peer["query"]["p50_over_hmsengine_search"] = ratio(
-                    peer["query"]["p50_ms"], res["latency"]["search"]["p50_ms"])
-                peer["query"]["p50_over_hmsengine_recall"] = ratio(
-                    peer["query"]["p50_ms"], res["latency"]["recall"]["p50_ms"])
-        res["peers"] = peers
-    else:
-        res["peers"] = {}
     qfile.unlink(missing_ok=True)
     return res
 
@@ -492,22 +364,6 @@ def report(runs: dict[str, Any]) -> None:
             f"{r['latency']['recall']['p50_ms']:.2f}", f"{r['latency']['recall']['p99_ms']:.2f}",
             f"{r['latency']['search']['p50_ms']:.2f}", _gib(r["rss"]["after_open_kib"]),
             _gib(r["rss"]["after_queries_kib"]), f"{r['rss'].get('bytes_per_fact_over_empty') or 0:,.0f}"])
-    print_table(headers, rows)
-    print()
-    print("Query latency p50 (ms), one query at a time, top 10; ratios to hmsengine "
-          "search_documents measured in the same run:")
-    headers = ["facts", "hmsengine recall", "hmsengine search"]
-    for p in PEERS:
-        headers += [PEER_NAMES[p], "/ hms search"]
-    rows = []
-    for r in runs.values():
-        row = [f"{r['facts']:,}", f"{r['latency']['recall']['p50_ms']:.3f}",
-               f"{r['latency']['search']['p50_ms']:.3f}"]
-        for p in PEERS:
-            q = r["peers"].get(p, {}).get("query")
-            row += ["-", "-"] if q is None else [f"{q['p50_ms']:.3f}",
-                                                 fmt_ratio(q["p50_over_hmsengine_search"])]
-        rows.append(row)
     print_table(headers, rows)
 
 
@@ -539,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench/scale.py",
         description="hmsengine from 1k to 1M facts: ingest, store size, open (cold and with "
-                    "persisted segments), RSS and recall latency, with peers' query latency. "
+                    "persisted segments), RSS and recall latency. "
                     "Writes bench/results/scale.json.")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 1k and 10k facts; results to scale-quick.json")
@@ -551,16 +407,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"opens with persisted segments (default {DEFAULTS['open_repeats']})")
     parser.add_argument("--cold-repeats", type=int,
                         help=f"opens without them (default {DEFAULTS['cold_repeats']})")
-    parser.add_argument("--peers", help="comma-separated peers to run, or 'none' (default "
-                                        + ",".join(PEERS) + ")")
-    parser.add_argument("--peer-query-budget", type=float,
-                        help="seconds of timed queries per peer and size (default "
-                             f"{DEFAULTS['peer_query_budget']})")
     parser.add_argument("--seed", type=int, default=SEED, help="seed (default %(default)s)")
     parser.add_argument("--output", type=Path, default=None,
                         help="results JSON (default bench/results/scale.json)")
     # The child processes: not for direct use.
-    parser.add_argument("--child", choices=("build", "open", "peers"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("build", "open"), help=argparse.SUPPRESS)
     parser.add_argument("--facts", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     parser.add_argument("--queries-file", help=argparse.SUPPRESS)
@@ -577,15 +428,9 @@ def main(argv: list[str] | None = None) -> int:
             params["sizes"] = tuple(int(x) for x in args.sizes.split(",") if x.strip())
         except ValueError:
             parser.error("--sizes: expected comma-separated integers")
-    for name in ("queries", "passes", "open_repeats", "cold_repeats", "peer_query_budget"):
+    for name in ("queries", "passes", "open_repeats", "cold_repeats"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
-    if args.peers is not None:
-        params["peers"] = () if args.peers == "none" else tuple(
-            p for p in args.peers.split(",") if p)
-        unknown = set(params["peers"]) - set(PEERS)
-        if unknown:
-            parser.error(f"--peers: unknown {', '.join(sorted(unknown))}")
     if (not params["sizes"] or min(params["sizes"]) < 5 or params["queries"] < 1
             or params["passes"] < 1 or params["open_repeats"] < 1 or params["cold_repeats"] < 0):
         parser.error("sizes >= 5, queries, passes, open repeats positive")
@@ -611,9 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"timed passes over {params['queries']} queries, recall(q, k=10) and "
                 "search_documents(q, k=10) back to back in alternating order, each call timed "
                 "alone; the median over passes of each pass's p50 and p99. RSS: VmRSS after "
-                "gc.collect and malloc_trim(0); peak: VmHWM. Peers: same texts and queries, "
-                "in their own process per size; ratios are to hmsengine's figures of the same "
-                "run."),
+                "gc.collect and malloc_trim(0); peak: VmHWM."),
             "machine": facts,
             "parameters": {**{k: list(v) if isinstance(v, tuple) else v
                               for k, v in params.items()},

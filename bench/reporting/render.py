@@ -20,9 +20,11 @@ from .results import Result, lookup, machine_line, memory_per_fact_series, wall_
 from .sections import SECTIONS, section_generic, section_memory_overhead, section_quality
 
 # The benchmarks `make bench` runs, in the report's order; any other results file comes after.
-ORDER = ("scale", "search", "quality", "hybrid_cost", "ingest", "memory_overhead", "temporal",
-         "purge", "load", "server", "portability")
-TITLES = {"scale": "Scale: 1k to 1M facts", "search": "Search quality and speed",
+ORDER = ("lexical", "overhead", "scale", "search", "quality", "hybrid_cost", "ingest",
+         "memory_overhead", "temporal", "purge", "load", "server", "portability")
+TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
+          "overhead": "Per-query cost breakdown, recall, cold start, vectors",
+          "scale": "Scale: 1k to 1M facts", "search": "Search quality and speed",
           "quality": "Retrieval quality per method", "ingest": "Durable ingest",
           "hybrid_cost": "What hybrid recall costs",
           "memory_overhead": "Memory API overhead and memory per fact",
@@ -64,7 +66,7 @@ def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
     lines.append(markdown_table(["benchmark", "run (UTC)", "minutes", "load average at start",
                                  "quick", "sizes", "commit"], rows))
     lines.append(f"Sum of the benchmarks' wall times: {total / 60:.1f} minutes (`make bench` runs "
-                 "them one after the other; its budget on the 2-core VM is 45 minutes). A commit "
+                 "them one after the other; its budget on the 2-core VM is 90 minutes). A commit "
                  "or date that differs between rows means the results come from separate runs.\n")
     lines.append("## Contents\n")
     lines.extend(f"- [{TITLES.get(n, n)}](#{section_anchor(n)})" for n in names)
@@ -100,6 +102,9 @@ def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
             body = (f"_Could not render this section: {type(exc).__name__}: {exc}._\n\n"
                     + aims_table(res))
         lines.append(body)
+        if isinstance(res.get("_notes"), str):
+            lines.append(f"\n**Reading these figures** (`bench/results/{name}.notes.md`).\n\n"
+                         f"{res['_notes']}\n")
         if res.get("method"):
             lines.append(f"\n<details><summary>Method</summary>\n\n{res['method']}\n\n</details>\n")
     if "memory_overhead" not in good and "scale" in good:

@@ -19,7 +19,8 @@ MEDIANS = "times are medians of repeated runs; ratios measured in the same run"
 
 
 def load_results(results_dir: Path) -> dict[str, Result | str]:
-    """name -> parsed JSON, or an error string for an unreadable file."""
+    """name -> parsed JSON, or an error string for an unreadable file. A ``<name>.notes.md`` beside
+    a results file is kept under the ``_notes`` key (markdown the report shows with it)."""
     out: dict[str, Result | str] = {}
     for path in sorted(results_dir.glob("*.json")):
         if path.stem.endswith("-quick"):
@@ -27,6 +28,11 @@ def load_results(results_dir: Path) -> dict[str, Result | str]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             out[path.stem] = data if isinstance(data, dict) else "not a JSON object"
+            notes = path.with_name(path.stem + ".notes.md")
+            if isinstance(data, dict) and notes.exists():
+                # A reader's notes on these figures (what they show, what bounds an aim),
+                # written by whoever ran them; the report prints them under the section.
+                data["_notes"] = notes.read_text(encoding="utf-8").strip()
         except (OSError, ValueError) as exc:
             out[path.stem] = f"unreadable ({exc})"
     return out

@@ -16,6 +16,7 @@ from typing import Any
 from .markdown import aims_table, divide_or_none, flat_table, fmt_num, fmt_ratio, markdown_table
 from .plots import draw_ingest, draw_quality, draw_scale_growth, draw_scale_latency, save_plot
 from .results import Result, lookup, quality_methods, quality_metric, scale_runs_by_size
+from .speed import section_lexical, section_overhead
 
 # -- scale -----------------------------------------------------------------------------------------
 
@@ -124,25 +125,9 @@ def section_search(res: Result) -> str:
             [s.get("engine", s.get("key", "?")), s.get("tokenization", ""),
              fmt_num(s.get("recall_at_5"), ".4f"), fmt_num(s.get("recall_at_10"), ".4f"),
              fmt_num(s.get("ndcg_at_10"), ".4f")] for s in loc["systems"]]))
-    lex = res.get("lexical")
-    if isinstance(lex, dict) and lex.get("medians"):
-        corpus = lex.get("corpus") or {}
-        out.append(f"\n(b) Lexical speed, {fmt_num(corpus.get('documents'), ',')} Zipf documents, "
-                   f"{corpus.get('queries', '?')} queries, one at a time, top 10:\n")
-        rows = []
-        for name, m in lex["medians"].items():
-            rat = lookup(lex, "ratios", name) or {}
-            rows.append([name, fmt_num(m.get("build_docs_per_s"), ",.0f"),
-                         fmt_num(m.get("qps"), ",.0f"),
-                         fmt_num(divide_or_none(m.get("p50_us"), 1e3), ".3f"),
-                         fmt_num(divide_or_none(m.get("p99_us"), 1e3), ".3f"),
-                         fmt_ratio(rat.get("qps_hmsengine_over_peer")),
-                         fmt_ratio(rat.get("build_hmsengine_over_peer"))])
-        out.append(markdown_table(["engine", "build docs/s", "queries/s", "p50 ms", "p99 ms",
-                                   "hmsengine q/s over peer", "hmsengine build over peer"], rows))
     cos = res.get("cosine")
     if isinstance(cos, dict) and cos.get("medians"):
-        out.append(f"\n(c) Cosine top 10 over {fmt_num(cos.get('rows'), ',')} x {cos.get('dim')} "
+        out.append(f"\n(b) Cosine top 10 over {fmt_num(cos.get('rows'), ',')} x {cos.get('dim')} "
                    "float32 rows:\n")
         out.append(markdown_table(
             ["method", "queries/s", "p50 ms", "p99 ms", "q/s over best faiss"],
@@ -384,5 +369,6 @@ def section_generic(res: Result) -> str:
 SECTIONS: dict[str, Callable[[Result], str]] = {
     "scale": section_scale, "search": section_search, "ingest": section_ingest,
     "memory_overhead": section_memory_overhead, "purge": section_purge, "load": section_load,
-    "server": section_server, "temporal": section_temporal,
+    "server": section_server, "temporal": section_temporal, "lexical": section_lexical,
+    "overhead": section_overhead,
 }

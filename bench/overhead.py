@@ -1,0 +1,602 @@
+"""Where does a query's time go between ``search_documents`` and the kernel, and what do the
+layers around it (memory recall, a fresh process, vectors) add?
+
+Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` (``analyzer=
+"simple"``, its two query mixes), one store on the repository's disk per size, settled:
+
+* ``breakdown``: per-query microseconds of each stage of ``search_documents``, each stage timed
+  alone over every query (``time.perf_counter_ns``; median per query over ``--passes``): the
+  async call and its checks, query analysis, building the ``Query`` (validation, snapshot,
+  term counting), ``prepare`` (term memo, idf, estimated work), the lexical step split into its
+  set-up (buffers, ``avgdl``, norms, scratch), the numba dispatch (the same kernel called with no
+  terms) and the kernel itself, the ``Scored`` tuples, ids from document numbers, the tombstone
+  check and the ``Hit`` values. The staged path is checked to return ``search_documents``'s exact
+  ids and scores. Also: the share of queries sent to a worker thread (estimated work above
+  ``INLINE_WORK``), the cost of one trio checkpoint and one ``trio.to_thread`` round trip, and a
+  cProfile of the real call (top functions by own time).
+* ``memory``: ``Memory.recall(q, k=10)`` (default options) next to ``search_documents`` on the
+  same store of facts, per-query medians: on queries seen before (a warm-up pass, then
+  interleaved passes) and on queries never seen before (fresh disjoint query sets for each call,
+  swapped in a second round).
+* ``coldstart``: in fresh processes, ``import hmsengine``, ``Engine.open`` of the existing store
+  (persisted segments) and the first and second ``search_documents`` (numba's on-disk cache in
+  use; the JSON says where it is).
+* ``vector``: a store of the same documents with 384-dim unit vectors: ``search_documents`` with
+  an embedding only, and fused with BM25, against the cosine kernel called directly.
+* ``cosine``: ``cosine_topk`` over 1,000,000 x 384 float32 rows against faiss ``IndexFlatIP``
+  with one thread (``--cosine-rows``).
+
+Run: ``python bench/overhead.py`` (~6-10 minutes on the 2-core VM), ``--quick`` for a smoke run.
+Writes bench/results/overhead.json (``--quick``: overhead-quick.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import gc
+import json
+import os
+import pstats
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # bench scripts run as files, not as a package
+    RESULTS_DIR,
+    _version,
+    busy_warning,
+    fresh_dir,
+    load_average,
+    machine_facts,
+    median,
+    now_iso,
+    print_table,
+    ratio,
+    scratch_root,
+    write_results,
+)
+from lean_path import LeanPlan
+from lexical import DEFAULTS as LEX_DEFAULTS
+from lexical import MIXES, Corpus, _settle
+
+import hmsengine
+from hmsengine import Engine, Memory
+from hmsengine.engine import readers
+from hmsengine.engine.values import Hit
+from hmsengine.index import search as executor
+from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
+from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
+from hmsengine.kernels.topk import topk_finish
+
+QUESTION = ("Per-query cost of search_documents stage by stage down to the kernel; recall, "
+            "first-query-after-open, vector and hybrid overheads; cosine 1M x 384 vs faiss")
+SEED = 20240611
+K = 10
+DEFAULTS: dict[str, Any] = {"sizes": (50_000, 200_000), "queries": 300, "passes": 5,
+                            "cosine_rows": 1_000_000, "dim": 384, "vector_docs": 50_000,
+                            "cold_repeats": 3}
+QUICK: dict[str, Any] = {"sizes": (10_000,), "queries": 100, "passes": 2, "cosine_rows": 50_000,
+                         "vector_docs": 5_000, "cold_repeats": 1}
+PARTS = ("breakdown", "memory", "coldstart", "vector", "cosine")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _corpus(n: int, queries: int, seed: int) -> Corpus:
+    params = {**LEX_DEFAULTS, "queries": queries}
+    return Corpus(n, params, seed)
+
+
+async def _put_all(engine: Engine, corpus: Corpus, vectors: np.ndarray | None = None) -> None:
+    for lo in range(0, corpus.n, 10_000):
+        hi = min(lo + 10_000, corpus.n)
+        items = [{"id": f"d{n}", "text": corpus.texts[n]} for n in range(lo, hi)]
+        if vectors is not None:
+            for item, n in zip(items, range(lo, hi), strict=True):
+                item["embedding"] = vectors[n]
+        await engine.put_documents(items)
+    await _settle(engine, consolidated=True)
+
+
+# -- breakdown --------------------------------------------------------------------------------------
+
+
+def _stage_loop(fn: Callable[[Any], Any], inputs: list[Any]) -> list[float]:
+    """Microseconds of ``fn(x)`` for each input, timed alone."""
+    clock = time.perf_counter_ns
+    out = []
+    for x in inputs:
+        t = clock()
+        fn(x)
+        out.append((clock() - t) / 1000)
+    return out
+
+
+def _kernel_args(snap: Any, q: executor.Query, p: executor.Prepared) -> list[tuple[Any, ...]]:
+    """The arguments ``executor._lexical`` passes to the kernel, view by view (largest first)."""
+    avgdl = snap.avgdl
+    top_s = np.empty(q.k, dtype=np.float64)
+    top_d = np.empty(q.k, dtype=np.int64)
+    top_n = np.zeros(1, dtype=np.int64)
+    out = []
+    for i in snap.views_by_size():
+        view = snap.views[i]
+        seg = view.segment
+        acc, seen, touched = executor._scratch(view.live.shape[0])
+        t = seg.terms
+        out.append((t.offsets, t.doc_ids, t.values, view.norms(avgdl), p.local_terms[i], p.weights,
+                    view.live, view.n_live < view.live.shape[0], seg.docnums, top_s, top_d, top_n,
+                    acc, seen, touched, PRUNE_MIN_POSTINGS, DENSE_RATIO))
+    return out
+
+
+_NO_TERMS = np.empty(0, dtype=np.int32)
+_NO_WEIGHTS = np.empty(0, dtype=np.float64)
+
+
+def _dispatch_only(args: list[tuple[Any, ...]]) -> None:
+    # The same call with no terms: the kernel returns at once, so this is numba's dispatch cost
+    # (unboxing 17 arguments) per view, plus the finish call.
+    args[0][11][0] = 0
+    for a in args:
+        bm25_segment_topk(*a[:4], _NO_TERMS, _NO_WEIGHTS, *a[6:])
+    topk_finish(args[0][9], args[0][10], 0)
+
+
+STAGES = ("open check + build_query (validation, snapshot, analysis, term counting, Query)",
+          "prepare (term memo, idf, work estimate, Prepared)",
+          "lexical set-up (buffers, avgdl, norms, scratch, kernel arguments)",
+          "kernel calls (bm25_segment_topk per view + topk_finish, numba dispatch included)",
+          "Scored tuples from the kernel's arrays",
+          "ids from document numbers (snap.ids_of)",
+          "tombstone check",
+          "Hit values")
+
+
+def _staged(engine: Engine, snap: Any, text: str, opts: dict[str, Any],
+            tombstones: Any) -> tuple[list[int], list[Hit]]:
+    """``search_documents``'s inline path step by step (engine/readers.py, index/search.py), with
+    a ``perf_counter_ns`` stamp between steps: the nanoseconds of each of ``STAGES``."""
+    c = time.perf_counter_ns
+    t0 = c()
+    engine._check_open()
+    q = readers.build_query(engine._indexer, text, **opts)
+    assert q is not None
+    t1 = c()
+    p = executor.prepare(snap, q)
+    t2 = c()
+    args = _kernel_args(snap, q, p)  # executor._lexical's set-up
+    t3 = c()
+    top_s, top_d, top_n = args[0][9], args[0][10], args[0][11]
+    for a in args:
+        bm25_segment_topk(*a)
+    n = int(top_n[0])
+    topk_finish(top_s, top_d, n)
+    t4 = c()
+    scored = [executor.Scored(doc, sc, sc, None) for sc, doc in
+              zip(top_s[:n].tolist(), top_d[:n].tolist(), strict=True)]
+    t5 = c()
+    ids = snap.ids_of([x.docnum for x in scored])
+    t6 = c()
+    if tombstones and not tombstones.isdisjoint(ids):
+        raise RuntimeError("the breakdown store has no deletions")
+    t7 = c()
+    hits = [Hit(id=i, score=x.score, lexical=x.lexical, semantic=x.semantic)
+            for i, x in zip(ids, scored, strict=True)]
+    t8 = c()
+    return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7], hits
+
+
+async def breakdown(engine: Engine, corpus: Corpus, passes: int) -> dict[str, Any]:
+    """Each query through ``search_documents`` and through ``_staged`` back to back (order
+    alternating), every pass; medians per stage over all of them."""
+    indexer = engine._indexer
+    snap = indexer.snapshot
+    analyzer = indexer.analyzer
+    tombstones = indexer._core.table.tombstones
+    opts = {"k": K, "embedding": None, "ids": None, "metadata": None, "semantic": None,
+            "lexical_weight": 1.0, "semantic_weight": 1.0}
+    out: dict[str, Any] = {"segments": len(snap.views)}
+    clock = time.perf_counter_ns
+    for mix in MIXES:
+        queries = corpus.queries[mix]
+        lean = LeanPlan(snap, analyzer, K)
+        same = lean_same = threaded = 0
+        for text in queries:  # both paths must be the real one: same ids and scores
+            hits = [(h.id, h.score, h.lexical) for h in await engine.search_documents(text, k=K)]
+            same += hits == [(h.id, h.score, h.lexical)
+                             for h in _staged(engine, snap, text, opts, tombstones)[1]]
+            lean_same += hits == [(h.id, h.score, h.lexical) for h in lean.search(text)]
+            q = readers.build_query(indexer, text, **opts)
+            threaded += q is not None and executor.prepare(snap, q).work > readers.INLINE_WORK
+        samples: dict[str, list[float]] = {name: [] for name in STAGES}
+        totals: dict[str, list[float]] = {"await search_documents": [], "staged path": [],
+                                          "lean reference path, same kernel": []}
+        for p in range(passes):
+            for i, text in enumerate(queries):
+                staged_first = (i + p) % 2 == 0
+                if staged_first:
+                    parts, _ = _staged(engine, snap, text, opts, tombstones)
+                t = clock()
+                await engine.search_documents(text, k=K)
+                totals["await search_documents"].append((clock() - t) / 1000)
+                if not staged_first:
+                    parts, _ = _staged(engine, snap, text, opts, tombstones)
+                for name, ns in zip(STAGES, parts, strict=True):
+                    samples[name].append(ns / 1000)
+                totals["staged path"].append(sum(parts) / 1000)
+                t = clock()
+                lean.search(text)
+                totals["lean reference path, same kernel"].append((clock() - t) / 1000)
+        med = {name: float(np.median(v)) for name, v in samples.items()}
+        tot = {name: float(np.median(v)) for name, v in totals.items()}
+        kargs = [_kernel_args(snap, q, executor.prepare(snap, q)) for q in
+                 (readers.build_query(indexer, text, **opts) for text in queries) if q is not None]
+        alone = {"query analysis alone (analyzer.query_terms)":
+                 float(np.median(_stage_loop(analyzer.query_terms, queries))),
+                 "numba dispatch alone (the kernel calls with no terms)":
+                 float(np.median(_stage_loop(_dispatch_only, kargs)))}
+        kernel = med[STAGES[3]]
+        out[mix] = {"stages_us": med, "totals_us": tot, "alone_us": alone,
+                    "async_and_readers_us": tot["await search_documents"] - tot["staged path"],
+                    "not_kernel_us": tot["await search_documents"] - kernel,
+                    "not_kernel_share": 1 - kernel / tot["await search_documents"],
+                    "same_as_search_documents": same, "lean_same_as_search_documents": lean_same,
+                    "queries": len(queries), "queries_sent_to_a_thread": threaded}
+    out["trio_checkpoint_us"] = await _checkpoint_cost()
+    out["to_thread_round_trip_us"] = await _thread_cost()
+    out["cprofile"] = await _profile(engine, corpus.queries["mid"])
+    return out
+
+
+async def _checkpoint_cost() -> float:
+    clock = time.perf_counter_ns
+    lat = []
+    for _ in range(2000):
+        t = clock()
+        await trio.lowlevel.checkpoint()
+        lat.append((clock() - t) / 1000)
+    return float(np.median(lat))
+
+
+async def _thread_cost() -> float:
+    clock = time.perf_counter_ns
+    lat = []
+    for _ in range(300):
+        t = clock()
+        await trio.to_thread.run_sync(int)
+        lat.append((clock() - t) / 1000)
+    return float(np.median(lat))
+
+
+async def _profile(engine: Engine, queries: list[str]) -> list[dict[str, Any]]:
+    prof = cProfile.Profile()
+    search = engine.search_documents
+    prof.enable()
+    for _ in range(3):
+        for q in queries:
+            await search(q, k=K)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    calls = 3 * len(queries)
+    rows = []
+    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(filename).name}:{line}({name})", "calls_per_query":
+                     ncalls / calls, "own_us_per_query": tottime / calls * 1e6,
+                     "cumulative_us_per_query": cumtime / calls * 1e6})
+    rows.sort(key=lambda r: -r["own_us_per_query"])
+    return rows[:25]
+
+
+# -- memory recall ----------------------------------------------------------------------------------
+
+
+async def memory_part(path: Path, n: int, queries: int, passes: int, seed: int) -> dict[str, Any]:
+    corpus = _corpus(n, queries * 5, seed)
+    out: dict[str, Any] = {"facts": n}
+    async with Engine.open(path, analyzer="simple") as engine:
+        memory = Memory(engine)
+        for lo in range(0, n, 5000):
+            await memory.remember_many([{"id": f"d{i}", "text": corpus.texts[i]}
+                                        for i in range(lo, min(lo + 5000, n))])
+        await _settle(engine, consolidated=True)
+        calls = {"recall": lambda q: memory.recall(q, k=K),
+                 "search": lambda q: engine.search_documents(q, k=K)}
+        clock = time.perf_counter_ns
+        for mix in MIXES:
+            qs = corpus.queries[mix]
+            seen_set = qs[:queries]
+            for q in seen_set:  # warm-up: every query seen once by both calls
+                for call in calls.values():
+                    await call(q)
+            seen: dict[str, list[float]] = {"recall": [], "search": []}
+            for p in range(passes):
+                for i, q in enumerate(seen_set):
+                    order = ("recall", "search") if (i + p) % 2 == 0 else ("search", "recall")
+                    for name in order:
+                        t = clock()
+                        await calls[name](q)
+                        seen[name].append((clock() - t) / 1000)
+            unseen: dict[str, list[float]] = {"recall": [], "search": []}
+            fresh = [qs[queries * j:queries * (j + 1)] for j in range(1, 5)]
+            for round_, (a, b) in enumerate(((fresh[0], fresh[1]), (fresh[3], fresh[2]))):
+                sets = {"recall": a, "search": b}
+                for i in range(queries):
+                    order = ("recall", "search") if (i + round_) % 2 == 0 else ("search", "recall")
+                    for name in order:
+                        t = clock()
+                        await calls[name](sets[name][i])
+                        unseen[name].append((clock() - t) / 1000)
+            out[mix] = {
+                "seen_p50_us": {k: float(np.median(v)) for k, v in seen.items()},
+                "unseen_p50_us": {k: float(np.median(v)) for k, v in unseen.items()},
+                "seen_recall_over_search": ratio(float(np.median(seen["recall"])),
+                                                 float(np.median(seen["search"]))),
+                "unseen_recall_over_search": ratio(float(np.median(unseen["recall"])),
+                                                   float(np.median(unseen["search"]))),
+            }
+            _log(f"    memory {mix}: recall/search seen {out[mix]['seen_recall_over_search']:.2f}x,"
+                 f" never seen {out[mix]['unseen_recall_over_search']:.2f}x")
+    return out
+
+
+# -- cold start ------------------------------------------------------------------------------------
+
+_COLD_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import trio
+import hmsengine
+from hmsengine import Engine
+imported = time.perf_counter()
+async def main():
+    t = time.perf_counter()
+    async with Engine.open(sys.argv[1], analyzer="simple") as engine:
+        opened = time.perf_counter()
+        await engine.search_documents(sys.argv[2], k=10)
+        first = time.perf_counter()
+        await engine.search_documents(sys.argv[3], k=10)
+        second = time.perf_counter()
+    return {"import_s": imported - t0, "open_s": opened - t, "first_query_s": first - opened,
+            "second_query_s": second - first, "open_to_first_answer_s": first - t}
+print(json.dumps(trio.run(main)))
+"""
+
+
+def coldstart(path: Path, corpus: Corpus, repeats: int) -> dict[str, Any]:
+    runs = []
+    for i in range(repeats):
+        done = subprocess.run([sys.executable, "-c", _COLD_CHILD, str(path),
+                               corpus.queries["mid"][i], corpus.queries["mid"][i + 1]],
+                              capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    keys = runs[0].keys()
+    import numba.core.config as nconfig
+    return {"runs": runs, "medians": {k: median([r[k] for r in runs]) for k in keys},
+            "numba_cache_dir": nconfig.CACHE_DIR or "beside the kernels (__pycache__)"}
+
+
+# -- vectors ---------------------------------------------------------------------------------------
+
+
+async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed + 7)
+    vectors = l2_normalise_rows(rng.standard_normal((corpus.n, dim), dtype=np.float32))
+    qvecs = [l2_normalise(rng.standard_normal(dim, dtype=np.float32))
+             for _ in corpus.queries["mid"]]
+    out: dict[str, Any] = {"documents": corpus.n, "dim": dim}
+    async with Engine.open(path, analyzer="simple") as engine:
+        await _put_all(engine, corpus, vectors)
+        snap = engine._indexer.snapshot
+        seg_views = [v for v in snap.views if v.segment.embeddings is not None]
+        texts = corpus.queries["mid"]
+        clock = time.perf_counter_ns
+        lat: dict[str, list[float]] = {"vector only: search_documents('', embedding=v)": [],
+                                       "fused: search_documents(q, embedding=v)": [],
+                                       "lexical only: search_documents(q)": [],
+                                       "cosine kernel alone (depth 10)": [],
+                                       "cosine kernel alone (depth 100, as fused)": []}
+        for i in range(len(texts)):  # warm-up
+            await engine.search_documents(texts[i], k=K, embedding=qvecs[i])
+        for _ in range(passes):
+            for text, v in zip(texts, qvecs, strict=True):
+                for name, q, options in (
+                        ("vector only: search_documents('', embedding=v)", "", {"embedding": v}),
+                        ("fused: search_documents(q, embedding=v)", text, {"embedding": v}),
+                        ("lexical only: search_documents(q)", text, {})):
+                    t = clock()
+                    await engine.search_documents(q, k=K, **options)
+                    lat[name].append((clock() - t) / 1000)
+                for depth, name in ((K, "cosine kernel alone (depth 10)"),
+                                    (100, "cosine kernel alone (depth 100, as fused)")):
+                    t = clock()
+                    for view in seg_views:
+                        cosine_topk(view.segment.embeddings, v, view.live, depth)
+                    lat[name].append((clock() - t) / 1000)
+        out["segments"] = len(seg_views)
+        out["p50_us"] = {k: float(np.median(x)) for k, x in lat.items()}
+    p = out["p50_us"]
+    out["vector_overhead_us"] = (p["vector only: search_documents('', embedding=v)"]
+                                 - p["cosine kernel alone (depth 10)"])
+    out["fused_overhead_us"] = (p["fused: search_documents(q, embedding=v)"]
+                                - p["cosine kernel alone (depth 100, as fused)"]
+                                - p["lexical only: search_documents(q)"])
+    return out
+
+
+def cosine_part(rows: int, dim: int, repeats: int, seed: int) -> dict[str, Any]:
+    import faiss
+
+    rng = np.random.default_rng(seed + 1)
+    matrix = np.empty((rows, dim), dtype=np.float32)
+    for lo in range(0, rows, 100_000):
+        hi = min(rows, lo + 100_000)
+        matrix[lo:hi] = l2_normalise_rows(rng.standard_normal((hi - lo, dim), dtype=np.float32))
+    queries = [l2_normalise(rng.standard_normal(dim, dtype=np.float32)) for _ in range(20)]
+    allowed = np.ones(rows, dtype=np.uint8)
+    index = faiss.IndexFlatIP(dim)
+    index.add(matrix)
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    ours = lambda q: cosine_topk(matrix, q, allowed, K)[1]  # noqa: E731
+    theirs = lambda q: index.search(q[None, :], K)[1][0]  # noqa: E731
+    same = float(np.mean([len(set(ours(q).tolist()) & set(theirs(q).tolist())) / K
+                          for q in queries]))
+    runs: dict[str, list[float]] = {"hmsengine cosine_topk": [], "faiss IndexFlatIP 1 thread": []}
+    for _ in range(repeats):
+        for name, fn in (("hmsengine cosine_topk", ours), ("faiss IndexFlatIP 1 thread", theirs)):
+            gc.collect()
+            start = time.perf_counter()
+            for q in queries:
+                fn(q)
+            runs[name].append(len(queries) / (time.perf_counter() - start))
+    faiss.omp_set_num_threads(threads)
+    qps = {k: median(v) for k, v in runs.items()}
+    return {"rows": rows, "dim": dim, "queries": len(queries), "qps_runs": runs, "qps": qps,
+            "hms_over_faiss": ratio(qps["hmsengine cosine_topk"],
+                                    qps["faiss IndexFlatIP 1 thread"]),
+            "top10_agreement": same}
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+async def run_all(params: dict[str, Any], parts: set[str], root: Path, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if parts & {"breakdown", "coldstart"}:
+        out["breakdown"] = {}
+        for n in params["sizes"]:
+            corpus = _corpus(n, params["queries"], seed)
+            store = root / f"store-{n}"
+            async with Engine.open(store, analyzer="simple") as engine:
+                await _put_all(engine, corpus)
+                if "breakdown" in parts:
+                    _log(f"  breakdown at {n:,}")
+                    out["breakdown"][str(n)] = await breakdown(engine, corpus, params["passes"])
+                    report_breakdown(n, out["breakdown"][str(n)])
+            if "coldstart" in parts and n == params["sizes"][0]:
+                out["coldstart"] = {"documents": n, **coldstart(store, corpus,
+                                                               params["cold_repeats"])}
+                _log(f"  cold start: {out['coldstart']['medians']}")
+    if "memory" in parts:
+        _log("  memory recall")
+        with fresh_dir(root, "memory") as path:
+            out["memory"] = await memory_part(path / "s", params["sizes"][0], params["queries"],
+                                              params["passes"], seed)
+    if "vector" in parts:
+        _log("  vectors")
+        corpus = _corpus(params["vector_docs"], params["queries"], seed)
+        with fresh_dir(root, "vector") as path:
+            out["vector"] = await vector_part(path / "s", corpus, params["dim"], params["passes"],
+                                              seed)
+        _log(f"  vector p50 us: {out['vector']['p50_us']}")
+    if "cosine" in parts:
+        _log("  cosine vs faiss")
+        out["cosine"] = cosine_part(params["cosine_rows"], params["dim"], 3, seed)
+        _log(f"  cosine: {out['cosine']['qps']}")
+    return out
+
+
+def report_breakdown(n: int, res: dict[str, Any]) -> None:
+    print()
+    print(f"Per-query cost of search_documents at {n:,} documents ({res['segments']} segment(s)), "
+          "median us per query:")
+    rows = []
+    for group in ("totals_us", "stages_us", "alone_us"):
+        for name in res["mid"][group]:
+            rows.append([name, *(f"{res[mix][group][name]:,.1f}" for mix in MIXES)])
+    rows.append(["not the kernel (total - kernel calls)",
+                 *(f"{res[mix]['not_kernel_us']:,.1f}" for mix in MIXES)])
+    print_table(["stage", *(f"{m} mix us" for m in MIXES)], rows)
+
+
+def aims(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's aims this script measures, each with its verdict (None: not measured)."""
+    mem = results.get("memory") or {}
+    cold = (results.get("coldstart") or {}).get("medians") or {}
+    cos = results.get("cosine") or {}
+    checks: list[tuple[str, Any, float, str, bool]] = []
+    for mix in MIXES:
+        checks.append((f"recall <= 1.05x search_documents, queries seen before ({mix} mix)",
+                       (mem.get(mix) or {}).get("seen_recall_over_search"), 1.05, "x", False))
+        checks.append((f"recall <= 1.15x search_documents, queries never seen ({mix} mix)",
+                       (mem.get(mix) or {}).get("unseen_recall_over_search"), 1.15, "x", False))
+    checks.append(("fresh process: Engine.open of an existing store to the first answer < 1 s",
+                   cold.get("open_to_first_answer_s"), 1.0, "s", False))
+    checks.append(("fresh process: the first query after Engine.open < 1 s",
+                   cold.get("first_query_s"), 1.0, "s", False))
+    checks.append(("cosine top 10 at 1M x 384 within 1.2x of faiss IndexFlatIP 1 thread (q/s "
+                   "ratio >= 1/1.2)", cos.get("hms_over_faiss"), 1 / 1.2, "x", True))
+    out = []
+    print()
+    for text, value, limit, unit, at_least in checks:
+        met = None if value is None else (value >= limit if at_least else value <= limit)
+        out.append({"aim": text, "value": value, "limit": limit, "unit": unit, "met": met})
+        print(f"Aim: {text}: " + ("not measured" if met is None else
+                                  f"{'MET' if met else 'MISSED'} ({value:.3f} {unit})"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/overhead.py", description=QUESTION)
+    parser.add_argument("--quick", action="store_true", help="smoke run at 10k documents")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="comma-separated subset of " + ",".join(PARTS))
+    parser.add_argument("--sizes", help="documents for the breakdown (default 50000,200000); the "
+                                        "first also for memory and cold start")
+    parser.add_argument("--cosine-rows", type=int, help="rows of the cosine part (default 1M)")
+    parser.add_argument("--passes", type=int)
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    params = dict(DEFAULTS)
+    if args.quick:
+        params.update(QUICK)
+    if args.sizes:
+        params["sizes"] = tuple(int(x) for x in args.sizes.split(","))
+    if args.cosine_rows:
+        params["cosine_rows"] = args.cosine_rows
+    if args.passes:
+        params["passes"] = args.passes
+    parts = {p for p in args.parts.split(",") if p}
+    if parts - set(PARTS):
+        parser.error("--parts: expected a subset of " + ",".join(PARTS))
+    output = args.output or RESULTS_DIR / ("overhead-quick.json" if args.quick else "overhead.json")
+    started = time.perf_counter()
+    with scratch_root() as root:
+        facts = machine_facts(root)
+        facts["source"]["package_path"] = str(Path(hmsengine.__file__).resolve().parent)
+        facts["versions"].update({p: _version(p) for p in ("faiss-cpu",)})
+        facts["numba_cache_dir_env"] = os.environ.get("NUMBA_CACHE_DIR")
+        warning = busy_warning()
+        if warning:
+            _log(warning)
+        results = trio.run(run_all, params, parts, root, args.seed)
+    payload = {"benchmark": "overhead", "question": QUESTION, "date": now_iso(),
+               "method": __doc__.split("\n\n", 1)[1].replace("\n", " "), "machine": facts,
+               "parameters": {**{k: list(v) if isinstance(v, tuple) else v
+                                 for k, v in params.items()}, "parts": sorted(parts),
+                              "seed": args.seed, "quick": args.quick},
+               **results, "load_average_at_end": load_average(),
+               "wall_seconds": round(time.perf_counter() - started, 1)}
+    payload["aims"] = aims(results)
+    path = write_results(output, payload)
+    print(f"\nWrote {path} ({payload['wall_seconds']:.0f} s).")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())
