@@ -391,6 +391,31 @@ def coldstart(path: Path, corpus: Corpus, repeats: int) -> dict[str, Any]:
 # -- vectors ---------------------------------------------------------------------------------------
 
 
+VECTOR_STEPS = ("vector only, step: build_query (validation, normalising the vector)",
+                "vector only, step: prepare",
+                "vector only, step: run inline (cosine at fusion depth 100, then RRF over the "
+                "candidates with their exact scores)",
+                "vector only, step: the same run through trio.to_thread (as the engine does "
+                "above INLINE_WORK)")
+
+
+async def _vector_steps(engine: Engine, snap: Any, v: np.ndarray) -> list[int]:
+    """Nanoseconds of each of ``VECTOR_STEPS`` for one vector-only query."""
+    c = time.perf_counter_ns
+    opts = {"k": K, "ids": None, "metadata": None, "semantic": None, "lexical_weight": 1.0,
+            "semantic_weight": 1.0}
+    t0 = c()
+    q = readers.build_query(engine._indexer, "", embedding=v, **opts)
+    assert q is not None
+    t1 = c()
+    p = executor.prepare(snap, q)
+    t2 = c()
+    executor.run(snap, q, p)
+    t3 = c()
+    await trio.to_thread.run_sync(executor.run, snap, q, p)
+    return [t1 - t0, t2 - t1, t3 - t2, c() - t3]
+
+
 async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed + 7)
     vectors = l2_normalise_rows(rng.standard_normal((corpus.n, dim), dtype=np.float32))
@@ -425,6 +450,9 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
                     for view in seg_views:
                         cosine_topk(view.segment.embeddings, v, view.live, depth)
                     lat[name].append((clock() - t) / 1000)
+                for name, ns in zip(VECTOR_STEPS, await _vector_steps(engine, snap, v),
+                                    strict=True):
+                    lat.setdefault(name, []).append(ns / 1000)
         out["segments"] = len(seg_views)
         out["p50_us"] = {k: float(np.median(x)) for k, x in lat.items()}
     p = out["p50_us"]
