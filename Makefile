@@ -48,8 +48,8 @@ client-types: $(STAMP_TEST)
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && \
 	  HMS_PYTHON="$(abspath $(PY))" npm run generate
 
-# Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 60-80
-# minutes on 2 cores, a third of it bench/lexical.py's 1M-document size).
+# Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 45-80
+# minutes on 2 cores, up to half of it bench/lexical.py, most of that its 1M-document size).
 BENCHES := ingest search lexical overhead purge memory_overhead load server quality hybrid_cost temporal portability scale
 
 bench: $(STAMP_BENCH)

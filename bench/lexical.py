@@ -40,7 +40,7 @@ tantivy until ``commit`` returns (fsynced); PISA until the index and its block-m
 written (not fsynced); bm25s in memory. The 128-writer ingest rate is reported beside it.
 
 Run: ``python bench/lexical.py`` (sizes 10k, 50k, 200k and 1M, each in its own process; about
-15-25 minutes on the 2-core VM, most of it 1M), ``--sizes 10000,50000`` to choose, ``--quick``
+20-40 minutes on the 2-core VM, most of it 1M), ``--sizes 10000,50000`` to choose, ``--quick``
 for a smoke run. Writes bench/results/lexical.json (``--quick``: lexical-quick.json), updated
 after every size.
 """

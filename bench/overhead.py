@@ -26,7 +26,7 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
 * ``cosine``: ``cosine_topk`` over 1,000,000 x 384 float32 rows against faiss ``IndexFlatIP``
   with one thread (``--cosine-rows``).
 
-Run: ``python bench/overhead.py`` (~6-10 minutes on the 2-core VM), ``--quick`` for a smoke run.
+Run: ``python bench/overhead.py`` (~2-5 minutes on the 2-core VM), ``--quick`` for a smoke run.
 Writes bench/results/overhead.json (``--quick``: overhead-quick.json).
 """
 
