@@ -24,7 +24,7 @@ ORDER = ("lexical", "overhead", "scale", "search", "quality", "hybrid_cost", "in
          "memory_overhead", "temporal", "purge", "load", "server", "portability")
 TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
           "overhead": "Per-query cost breakdown, recall, cold start, vectors",
-          "scale": "Scale: 1k to 1M facts", "search": "Search quality and speed",
+          "scale": "Scale: 1k to 1M facts", "search": "Search quality and cosine speed",
           "quality": "Retrieval quality per method", "ingest": "Durable ingest",
           "hybrid_cost": "What hybrid recall costs",
           "memory_overhead": "Memory API overhead and memory per fact",
