@@ -84,6 +84,24 @@ class Hit:
     semantic: float | None = None
 
 
+_new_object = object.__new__
+_set_hit_fields = tuple(Hit.__dict__[name].__set__ for name in ("id", "score", "lexical",
+                                                                 "semantic"))
+
+
+def make_hit(id: str, score: float, lexical: float | None, semantic: float | None) -> Hit:
+    """``Hit(id=..., score=..., lexical=..., semantic=...)`` from already checked values,
+    through the slots' own setters: the frozen class's ``__init__`` costs twice as much
+    (~0.6 us against ~0.3 us, ten of them per query)."""
+    hit = _new_object(Hit)
+    set_id, set_score, set_lexical, set_semantic = _set_hit_fields
+    set_id(hit, id)
+    set_score(hit, score)
+    set_lexical(hit, lexical)
+    set_semantic(hit, semantic)
+    return hit
+
+
 @attrs.frozen(kw_only=True)
 class EngineStatistics:
     """Counters since open (``documents`` and ``revision`` describe the store itself)."""

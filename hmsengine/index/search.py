@@ -89,6 +89,10 @@ class Scored(NamedTuple):
 
 
 def query_terms(terms: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """(term, multiplicity) pairs sorted by term: the canonical order scores are summed in."""
+    unique = set(terms)
+    if len(unique) == len(terms):  # the usual query: no repeated term, no counting needed
+        return tuple((t, 1) for t in sorted(unique))
     return tuple(sorted(Counter(terms).items()))
 
 
@@ -104,8 +108,9 @@ class Prepared:
 
 
 # Per-snapshot memo of query terms (local ids per view, live df, postings, idf): repeated terms
-# skip a dictionary lookup and numpy scalar reads per view. Cleared when it grows past this.
-TERM_MEMO_SIZE = 4096
+# skip a dictionary lookup and numpy scalar reads per view. When full, the oldest entry goes
+# (wiping it whole made every term of a varied query stream a miss again, ~7 us each).
+TERM_MEMO_SIZE = 16384
 
 
 def _term_info(snap: Snapshot, term: str) -> tuple[tuple[int, ...], int, float]:
@@ -154,7 +159,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
         info = memo.get(term)
         if info is None:
             if len(memo) >= TERM_MEMO_SIZE:
-                memo.clear()
+                del memo[next(iter(memo))]  # first in, first out: dicts keep insertion order
             info = memo[term] = _term_info(snap, term)
         rows.append(info[0])
         postings.append(info[1])
@@ -164,7 +169,9 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k  # as in run()
     work = _lexical_work(postings, idf_times_m, depth * len(views))
-    if rows:
+    if rows and len(views) == 1:
+        local_terms = [np.array([r[0] for r in rows], dtype=np.int32)]
+    elif rows:
         local_terms = list(np.array(rows, dtype=np.int32).T.copy())
     else:
         local_terms = [np.empty(0, dtype=np.int32) for _ in views]
@@ -192,43 +199,82 @@ def _allowed(view: SegmentView, q: Query, i: int) -> np.ndarray:
     return view.live
 
 
-def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def _top_buffers(depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This thread's (scores, documents, count) buffers for a top ``depth``, reused by
+    ``run_lexical`` (which copies the result out before the next query can run)."""
+    found = getattr(_local, "top", None)
+    if found is None or found[0].shape[0] != depth:
+        found = _local.top = (np.empty(depth, dtype=np.float64), np.empty(depth, dtype=np.int64),
+                              np.zeros(1, dtype=np.int64))
+    return found
+
+
+def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
+             buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+             ) -> tuple[np.ndarray, np.ndarray]:
     """The top ``depth`` by BM25 over every view: one kernel call per view into one buffer.
 
     The largest segment goes first: once the buffer is full its worst score bounds the final
     k-th best from below, so the other segments' MaxScore pruning starts from that bar
     (kernels/pruning.py: ``bm25_segment_topk``); the result is the same in any order.
     """
-    avgdl = snap.avgdl
     weights = p.weights
     assert weights is not None  # only called when the query has terms
-    views = snap.views
     if q.candidates is not None:
         return _lexical_candidates(snap, q, p, depth)
-    top_s = np.empty(depth, dtype=np.float64)
-    top_d = np.empty(depth, dtype=np.int64)
-    top_n = np.zeros(1, dtype=np.int64)
+    if buffers is None:
+        top_s = np.empty(depth, dtype=np.float64)
+        top_d = np.empty(depth, dtype=np.int64)
+        top_n = np.zeros(1, dtype=np.int64)
+    else:
+        top_s, top_d, top_n = buffers
+        top_n[0] = 0
     allowed_by_view = q.allowed
     local_terms = p.local_terms
-    for i in snap.views_by_size():
-        view = views[i]
-        seg = view.segment
+    acc, seen, touched = _scratch(_largest(snap))
+    for i, offsets, doc_ids, tfs, norms, live, check, docnums in _kernel_views(snap):
         if allowed_by_view is not None:
             allowed = allowed_by_view.get(i)
             if allowed is None:
                 continue
             check = True
         else:
-            allowed = view.live
-            check = view.n_live < view.live.shape[0]
-        acc, seen, touched = _scratch(view.live.shape[0])
-        t = seg.terms
-        bm25_segment_topk(t.offsets, t.doc_ids, t.values, view.norms(avgdl), local_terms[i],
-                          weights, allowed, check, seg.docnums, top_s, top_d, top_n, acc, seen,
-                          touched, PRUNE_MIN_POSTINGS, DENSE_RATIO)
+            allowed = live
+        bm25_segment_topk(offsets, doc_ids, tfs, norms, local_terms[i], weights, allowed, check,
+                          docnums, top_s, top_d, top_n, acc, seen, touched, PRUNE_MIN_POSTINGS,
+                          DENSE_RATIO)
     n = int(top_n[0])
     topk_finish(top_s, top_d, n)
     return top_s[:n], top_d[:n]
+
+
+KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool,
+                   np.ndarray]
+
+
+def _kernel_views(snap: Snapshot) -> list[KernelView]:
+    """Per view, largest segment first: (view index, the kernel's arrays, whether any document
+    is dead), made once per snapshot so that a query does not look them up view by view."""
+    cached: list[KernelView] | None = snap.memo("kernel").get("views")
+    if cached is None:
+        avgdl = snap.avgdl
+        views = snap.views
+        cached = []
+        for i in snap.views_by_size():
+            view = views[i]
+            t = view.segment.terms
+            cached.append((i, t.offsets, t.doc_ids, t.values, view.norms(avgdl), view.live,
+                           view.n_live < view.live.shape[0], view.segment.docnums))
+        snap.memo("kernel")["views"] = cached
+    return cached
+
+
+def _largest(snap: Snapshot) -> int:
+    found: int | None = snap.memo("kernel").get("largest")
+    if found is None:
+        found = snap.memo("kernel")["largest"] = max((v.live.shape[0] for v in snap.views),
+                                                     default=0)
+    return found
 
 
 def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared,
@@ -327,6 +373,20 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None) -> list[Scor
         _, _, s, d = signals[0]
         return [Scored(doc, sc, sc, None) for sc, doc in zip(s.tolist(), d.tolist(), strict=True)]
     return _fuse(snap, q, p, signals)
+
+
+def lexical_only(q: Query) -> bool:
+    """Whether ``q`` is BM25 alone (no vector, no n-grams): ``run_lexical`` answers it."""
+    return q.embedding is None and q.ngram is None
+
+
+def run_lexical(snap: Snapshot, q: Query, p: Prepared) -> tuple[np.ndarray, list[float]]:
+    """``run`` for a ``lexical_only`` query: (document numbers, a copy; scores), best first,
+    without a ``Scored`` per hit: the same documents and scores."""
+    if not q.terms:
+        return np.empty(0, dtype=np.int64), []
+    s, d = _lexical(snap, q, p, q.k, _top_buffers(q.k))
+    return d.copy(), s.tolist()
 
 
 def _fuse(snap: Snapshot, q: Query, p: Prepared,

@@ -69,6 +69,15 @@ class Segment:
     embeddings: F32 | None  # [n_docs, edim], rows L2-normalised (zero rows where absent)
     has_embedding: U8
     _lazy: dict[str, Postings] = attrs.field(factory=dict, init=False)
+    _id_array: list[npt.NDArray[np.object_]] = attrs.field(factory=list, init=False)
+
+    @property
+    def id_array(self) -> npt.NDArray[np.object_]:
+        """The ids as a numpy object array (built once): a query maps its hits' local numbers
+        to ids by one fancy index instead of a Python loop."""
+        if not self._id_array:
+            self._id_array.append(np.asarray(self.ids, dtype=object))
+        return self._id_array[0]
 
     @property
     def n_docs(self) -> int:

@@ -164,12 +164,20 @@ class Snapshot:
 
     @property
     def n_live(self) -> int:
-        return sum(v.n_live for v in self.views)
+        """Live documents over every view (summed once per snapshot)."""
+        cached = self._cache.get("n_live")
+        if cached is None:
+            cached = self._cache["n_live"] = sum(v.n_live for v in self.views)
+        return int(cached)
 
     @property
     def avgdl(self) -> float:
-        n = self.n_live
-        return sum(v.len_live for v in self.views) / n if n else 1.0
+        """The average length of the live documents (once per snapshot; 1.0 when empty)."""
+        cached = self._cache.get("avgdl")
+        if cached is None:
+            n = self.n_live
+            cached = self._cache["avgdl"] = sum(v.len_live for v in self.views) / n if n else 1.0
+        return float(cached)
 
     def view_of(self, docnum: int) -> tuple[int, int]:
         """(view index, local number) of a global docnum, or (-1, -1)."""
@@ -187,7 +195,7 @@ class Snapshot:
         i, local = self.view_of(docnum)
         return self.views[i].segment.ids[local]
 
-    def ids_of(self, docnums: Sequence[int]) -> list[str]:
+    def ids_of(self, docnums: Sequence[int] | np.ndarray) -> list[str]:
         """The ids of live global docnums, in order (``id_of`` for many, vectorised per view)."""
         if len(docnums) <= 64:
             return self._ids_of_few(docnums)
@@ -208,7 +216,7 @@ class Snapshot:
                 out[row] = ids[at]
         return out
 
-    def _ids_of_few(self, docnums: Sequence[int]) -> list[str]:
+    def _ids_of_few(self, docnums: Sequence[int] | np.ndarray) -> list[str]:
         # Per document in plain Python: a view whose segment numbers its documents without gaps
         # (no merge has dropped any) maps a number to its id by subtraction.
         dense = self._cache.get("dense")
@@ -220,11 +228,13 @@ class Snapshot:
             dense = self._cache["dense"] = (firsts, gapless)
         firsts, gapless = dense
         views = self.views
-        if len(views) == 1 and not gapless[0]:  # the common case once the index is consolidated
+        if len(views) == 1:  # the common case once the index is consolidated
             segment = views[0].segment
-            ids = segment.ids
-            return [ids[at] for at in segment.docnums.searchsorted(
-                np.asarray(docnums, dtype=np.int64)).tolist()]
+            wanted = np.asarray(docnums, dtype=np.int64)
+            local = wanted - firsts[0] if gapless[0] else segment.docnums.searchsorted(wanted)
+            return segment.id_array[local].tolist()  # type: ignore[no-any-return]
+        if isinstance(docnums, np.ndarray):
+            docnums = docnums.tolist()
         out = [""] * len(docnums)
         gapped: dict[int, list[int]] = {}  # view -> rows whose docnum it holds, with gaps
         for row, d in enumerate(docnums):

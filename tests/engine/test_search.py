@@ -326,3 +326,21 @@ async def test_search_ids_is_the_ranking_of_search_documents():
             assert all(h.id != "d3" for h in hits)
         with pytest.raises(InvalidRequest):
             await engine.search_ids("apple", k=0)
+
+
+async def test_term_memo_drops_its_oldest_terms_when_full(monkeypatch):
+    """A full per-snapshot term memo drops its oldest term per new one (never wiped whole), and
+    the scores stay those of the reference BM25."""
+    from hmsengine.index import search as executor
+
+    monkeypatch.setattr(executor, "TERM_MEMO_SIZE", 8)
+    words = [f"w{i:02d}" for i in range(20)]
+    docs = {f"d{i}": " ".join(words[(i + j) % 20] for j in range(5)) for i in range(40)}
+    async with Engine.open(None) as engine:
+        await engine.put_documents([{"id": k, "text": v} for k, v in docs.items()])
+        for w in words:
+            hits = await engine.search_documents(w, k=40)
+            expected = reference_bm25(docs, w)
+            assert {h.id: h.score for h in hits} == pytest.approx(expected, rel=1e-12)
+        memo = engine._indexer.snapshot.memo("terms")
+        assert list(memo) == words[-8:]
