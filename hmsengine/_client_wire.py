@@ -18,7 +18,9 @@ from .clock import to_ms
 from .errors import HmsError, InvalidRequest
 from .memory.values import (
     Explanation,
+    ForgetReport,
     ForgetScope,
+    Page,
     RecallHit,
     RememberInput,
     RememberResult,
@@ -68,7 +70,7 @@ def _time(value: Time | None, field: str) -> int | None:
 
 
 _TIME_FIELDS = frozenset({"event_time", "valid_from", "valid_to", "as_of", "known_at",
-                          "observed_at", "ingested_before", "event_before"})
+                          "observed_at", "ingested_before", "event_before", "retain_until"})
 
 
 def _body(**params: Any) -> dict[str, Any]:
@@ -174,6 +176,29 @@ class _MemoryCalls:
     def explain(self, query: str, id: str, **options: Any) -> _Call:
         return self.op("explain", {"query": query, "id": id, **_body(**options)},
                        _value(Explanation))
+
+
+    def list(self, **filters: Any) -> _Call:
+        return self.op("list", _body(**filters), _value(Page))
+
+    def count(self, **filters: Any) -> _Call:
+        return self.op("count", _body(**filters), _count)
+
+    def apply_retention(self, *, dry_run: bool, purge: bool) -> _Call:
+        return self.op("applyRetention", {"dryRun": dry_run, "purge": purge}, _value(ForgetReport))
+
+    def set_retention(self, namespace: str, keep_for: Any) -> _Call:
+        if isinstance(keep_for, _dt.timedelta):
+            keep_for = int(keep_for.total_seconds() * 1000)
+        return self.op("setRetention", {"namespace": namespace, "keepForMs": keep_for},
+                       lambda body: dict(body.get("retention", {})))
+
+
+def _count(body: Any) -> int:
+    count = body.get("count") if isinstance(body, dict) else None
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise BadResponse("expected {\"count\": N}")
+    return count
 
 
 _CALLS = _MemoryCalls()

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .errors import InvalidRequest
 from .facade import Engine
 from .memory import ForgetScope, Memory
@@ -21,7 +23,9 @@ from .wire import PLAIN
 
 STATUS_STYLE = {"current": "green", "superseded": "yellow", "expired": "red",
                 "future": "cyan", "unknown": "magenta"}
+DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 MEMORY_COMMANDS = ("remember", "recall", "explain", "history", "forget", "load", "compact",
+                   "list", "retention",
                    "reembed")
 
 
@@ -40,6 +44,28 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", default="fact", help="fact, episode, profile, procedure (default fact)")
     p.add_argument("--namespace", default="default")
     p.add_argument("--metadata", help="a JSON object")
+    p.add_argument("--retain-until", metavar="TIME",
+                   help="when the store must stop keeping it (then it is no longer recalled)")
+
+    p = sub.add_parser("list", parents=[common], help="browse the facts, newest first, a page at a time")
+    p.add_argument("--namespace")
+    p.add_argument("--subject")
+    p.add_argument("--entity")
+    p.add_argument("--kind", action="append", metavar="KIND", help="a kind to list (repeatable)")
+    p.add_argument("--status", action="append", metavar="STATUS",
+                   help="current (default), superseded, expired, not-yet-valid, "
+                        "expired-retention, or all (repeatable)")
+    _time_options(p)
+    p.add_argument("--limit", type=int, default=20, help="facts per page (1-1000, default 20)")
+    p.add_argument("--cursor", help="the cursor a previous page printed, to continue")
+
+    p = sub.add_parser("retention", parents=[common],
+                       help="show or set the default retention of namespaces, or apply it")
+    p.add_argument("action", choices=("show", "set", "clear", "apply"))
+    p.add_argument("namespace", nargs="?", help="the namespace (set, clear)")
+    p.add_argument("duration", nargs="?", help="how long to keep its facts (set): 30d, 12h, 90m, 45s or ms")
+    p.add_argument("--dry-run", action="store_true", help="apply: say what would go; change nothing")
+    p.add_argument("--purge", action="store_true", help="apply: then compact with purge")
 
     p = sub.add_parser("recall", parents=[common], help="search memory, with time travel")
     p.add_argument("query")
@@ -242,12 +268,16 @@ async def run(engine: Engine, args: argparse.Namespace) -> None:
 
 async def _compact(engine: Engine, args: argparse.Namespace, out: Output) -> None:
     with out.busy("compacting" + (" with purge" if args.purge else "")):
+        # Compaction applies retention first (Engine.compact does too; this says how much).
+        expired = await engine.memory().apply_retention(dry_run=False)
         report = await engine.compact(purge=args.purge)
     if out.json:
-        out.emit(report)
+        out.emit({**attrs.asdict(report), "retention": {"removed": list(expired.removed)}})
     else:
         out.print(f"compacted: {report.documents} documents, {report.bytes_before} -> "
-                  f"{report.bytes_after} bytes" + (" (purged)" if report.purged else ""))
+                  f"{report.bytes_after} bytes" + (" (purged)" if report.purged else "")
+                  + (f"; {len(expired.removed)} fact(s) past their retention forgotten"
+                     if expired.removed else ""))
 
 
 async def _reembed(memory: Memory, args: argparse.Namespace, out: Output) -> None:
@@ -271,7 +301,8 @@ async def _remember(memory: Memory, args: argparse.Namespace, out: Output) -> No
         valid_to=parse_time(args.valid_to, "valid_to"),
         event_time=parse_time(args.event_time, "event_time"),
         supersedes=tuple(args.supersedes), kind=args.kind, namespace=args.namespace,
-        metadata=_json_object(args.metadata, "metadata"))
+        metadata=_json_object(args.metadata, "metadata"),
+        retain_until=parse_time(args.retain_until, "retain_until"))
     if out.json:
         out.emit(result)
     else:
@@ -411,5 +442,74 @@ async def _load(memory: Memory, args: argparse.Namespace, out: Output) -> None:
         out.print(f"loaded {len(results)} document(s): {episodes} episode(s), {facts} fact(s)")
 
 
+def parse_duration(value: str | None) -> int:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``250ms`` or plain ms, as ms."""
+    text = (value or "").strip().lower()
+    for unit in ("ms", "d", "h", "m", "s"):
+        number = text.removesuffix(unit)
+        if number != text and number.isdigit():
+            return int(number) * DURATION_UNITS[unit]
+    if text.isdigit():
+        return int(text)
+    raise InvalidRequest(f"duration: expected e.g. 30d, 12h, 90m, 45s or ms, got {value!r}")
+
+
+async def _list(memory: Any, args: argparse.Namespace, out: Output) -> None:
+    status: Any = args.status[0] if args.status and len(args.status) == 1 else (
+        tuple(args.status) if args.status else None)
+    kind: Any = args.kind[0] if args.kind and len(args.kind) == 1 else (
+        tuple(args.kind) if args.kind else None)
+    page = await memory.list(namespace=args.namespace, subject=args.subject, entity=args.entity,
+                             kind=kind, status=status, as_of=parse_time(args.as_of, "as_of"),
+                             known_at=parse_time(args.known_at, "known_at"), limit=args.limit,
+                             cursor=args.cursor)
+    if out.json:
+        out.emit({"items": page.items, "nextCursor": page.next_cursor})
+        return
+    if not page.items:
+        out.print("no facts" if args.cursor is None else "no more facts")
+    else:
+        out.facts_table("facts, newest first", [
+            (f.id, f.namespace, f.subject or "-", f.kind, _when(f.ingest_time), f.text)
+            for f in page.items], ("id", "namespace", "subject", "kind", "ingested", "text"))
+    if page.next_cursor is not None:
+        out.print(f"more: add --cursor {page.next_cursor}")
+
+
+async def _retention(memory: Any, args: argparse.Namespace, out: Output) -> None:
+    action = args.action
+    if action in ("set", "clear") and not args.namespace:
+        raise InvalidRequest(f"retention {action}: name the namespace")
+    if action == "set":
+        await memory.set_retention(args.namespace, parse_duration(args.duration))
+    elif action == "clear":
+        await memory.set_retention(args.namespace, None)
+    elif action == "apply":
+        with out.busy("applying retention"):
+            report = await memory.apply_retention(dry_run=args.dry_run, purge=args.purge)
+        if out.json:
+            out.emit(report)
+        else:
+            verb = "would forget" if report.dry_run else "forgot"
+            out.print(f"{verb} {len(report.removed)} fact(s) past their retention")
+        return
+    defaults = memory.retention
+    if out.json:
+        out.emit({"retention": defaults})
+    elif not defaults:
+        out.print("no namespace has a default retention")
+    else:
+        for namespace, ms in sorted(defaults.items()):
+            out.print(f"{namespace}: {_duration_text(ms)}")
+
+
+def _duration_text(ms: int) -> str:
+    for unit in ("d", "h", "m", "s"):
+        if ms % DURATION_UNITS[unit] == 0:
+            return f"{ms // DURATION_UNITS[unit]}{unit}"
+    return f"{ms}ms"
+
+
 _COMMANDS = {"reembed": _reembed, "remember": _remember, "recall": _recall, "explain": _explain,
-             "history": _history, "forget": _forget, "load": _load}
+             "history": _history, "forget": _forget, "load": _load, "list": _list,
+             "retention": _retention}

@@ -58,6 +58,7 @@ from .memory.values import (
     ForgetReport,
     ForgetScope,
     LoadResult,
+    Page,
     Profile,
     RecallHit,
     RememberInput,
@@ -85,13 +86,14 @@ class MemoryClient:
                  valid_from: Time | None = None, valid_to: Time | None = None,
                  supersedes: Sequence[str] = (), kind: str = "fact", namespace: str = "default",
                  sources: Sequence[str] = (), actor: str | None = None,
-                 importance: float | None = None) -> RememberResult:
+                 importance: float | None = None,
+                 retain_until: Time | None = None) -> RememberResult:
         """Remember one fact (durable when it returns); see ``Memory.remember``."""
         result: RememberResult = self._send(_CALLS.remember(
             text, id=id, subject=subject, entities=entities, metadata=metadata,
             embedding=embedding, event_time=event_time, valid_from=valid_from, valid_to=valid_to,
             supersedes=supersedes, kind=kind, namespace=namespace, sources=sources, actor=actor,
-            importance=importance))
+            importance=importance, retain_until=retain_until))
         return result
 
     def remember_many(self, inputs: Sequence[RememberInput | Mapping[str, Any]]
@@ -173,6 +175,38 @@ class MemoryClient:
         """The prompt-ready block of the namespace's current facts."""
         result: Profile = self._send(_CALLS.op(
             "profile", {"namespace": namespace, "budgetChars": budget_chars}, _value(Profile)))
+        return result
+
+    def list(self, namespace: str | None = None, subject: str | None = None,
+             entity: str | None = None, kind: str | Sequence[str] | None = None,
+             status: str | Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None,
+             as_of: Time | None = None, known_at: Time | None = None, limit: int = 100,
+             cursor: str | None = None) -> Page:
+        """One page of facts, newest first, and the next page's cursor; see ``Memory.list``."""
+        result: Page = self._send(_CALLS.list(
+            namespace=namespace, subject=subject, entity=entity, kind=kind, status=status,
+            metadata=metadata, as_of=as_of, known_at=known_at, limit=limit, cursor=cursor))
+        return result
+
+    def count(self, namespace: str | None = None, subject: str | None = None,
+              entity: str | None = None, kind: str | Sequence[str] | None = None,
+              status: str | Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None,
+              as_of: Time | None = None, known_at: Time | None = None) -> int:
+        """How many facts ``list`` returns with the same filters."""
+        result: int = self._send(_CALLS.count(
+            namespace=namespace, subject=subject, entity=entity, kind=kind, status=status,
+            metadata=metadata, as_of=as_of, known_at=known_at))
+        return result
+
+    def apply_retention(self, *, dry_run: bool = True, purge: bool = False) -> ForgetReport:
+        """Forget the facts past their retention (dry run by default)."""
+        result: ForgetReport = self._send(_CALLS.apply_retention(dry_run=dry_run, purge=purge))
+        return result
+
+    def set_retention(self, namespace: str, keep_for: Any) -> dict[str, int]:
+        """Set (ms or a timedelta) or remove (None) a namespace's default retention; the
+        defaults after the change."""
+        result: dict[str, int] = self._send(_CALLS.set_retention(namespace, keep_for))
         return result
 
 

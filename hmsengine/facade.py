@@ -16,7 +16,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .engine import DocumentEngine
+from .engine import CompactReport, DocumentEngine
+from .errors import InvalidRequest
 from .memory import Memory, MemoryConfig
 from .memory.core import Embedder
 from .portability.exchange import DEFAULT_MAX_IMPORT_BYTES, ImportReport, export_jsonl, import_jsonl
@@ -32,6 +33,15 @@ class Engine(DocumentEngine):
                embedder: Embedder | None = None) -> Memory:
         """A ``Memory`` over this engine (``hmsengine.Memory(engine, config)``)."""
         return Memory(self, config, embedder=embedder)
+
+    async def compact(self, *, purge: bool = False) -> CompactReport:
+        """``DocumentEngine.compact``, after forgetting what is past its retention (memory
+        retention: every compaction applies it, so the new generation leaves it out)."""
+        if not isinstance(purge, bool):
+            raise InvalidRequest(f"purge: expected a bool, got {type(purge).__name__}")
+        self._check_open()
+        await Memory(self, embedder=False).apply_retention(dry_run=False)
+        return await super().compact(purge=purge)
 
     async def export_jsonl(self, path: str | os.PathLike[str], *,
                            progress: Progress | None = None) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """``hms mcp --store PATH``: the memory as MCP tools over stdio, for a model to call.
 
-Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``history``, and ``load`` and
+Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``list``, ``history``, and ``load`` and
 ``profile`` when the JSON contract has them (``memory.jsonapi.OPERATIONS`` is checked when the
 server starts). Each tool turns its arguments into a body of the JSON contract and calls
 ``memory.call``: there is one implementation of every operation, and the tools only adapt names
@@ -146,8 +146,10 @@ TOOLS: tuple[Tool, ...] = (
                          "description": "where it comes from (ids, URLs)"},
              "actor": {"type": "string", "description": "who stated it"},
              "importance": {"type": "number", "description": "how much it matters"},
+             "retainUntil": _time("when the memory must be deleted (e.g. chat memories kept "
+                                  "30 days); after it, it is no longer recalled"),
          }, ("text",)),
-         "remember", lambda a: _times(a, "eventTime", "validFrom", "validTo")),
+         "remember", lambda a: _times(a, "eventTime", "validFrom", "validTo", "retainUntil")),
     Tool("recall",
          "Search long-term memory for facts relevant to a question or topic. Returns the best "
          "matches, each with its id, text, status ('current', 'superseded', 'expired', "
@@ -189,6 +191,25 @@ TOOLS: tuple[Tool, ...] = (
                   "purge": {"type": "boolean",
                             "description": "also rewrite the store so no byte of it remains"}}),
          "forget", _forget_body),
+    Tool("list",
+         "Browse what is stored, newest first, without a query: one page of facts (with ids, "
+         "texts, subjects, times) and `nextCursor` for the next page (null on the last one). "
+         "Pass the cursor back with the same filters to continue.",
+         _schema({"namespace": {"type": "string", "description": "only this namespace"},
+                  "subject": {"type": "string", "description": "only facts about this subject"},
+                  "entity": {"type": "string", "description": "only facts mentioning it"},
+                  "kind": {"type": "string", "enum": list(KINDS), "description": "only this kind"},
+                  "status": {"type": "string",
+                             "enum": ["current", "superseded", "expired", "not-yet-valid",
+                                      "expired-retention", "all"],
+                             "description": "'current' (default), another status, or 'all'"},
+                  "asOf": _time("evaluate statuses at this time instead of now"),
+                  "knownAt": _time("ignore what was learned after this time"),
+                  "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
+                            "description": "facts per page (default 100)"},
+                  "cursor": {"type": "string",
+                             "description": "the nextCursor of the previous page"}}),
+         "list", lambda a: _times(a, "asOf", "knownAt")),
     Tool("history",
          "Show every version of a fact (what it superseded and what superseded it), oldest "
          "first.",
@@ -252,10 +273,14 @@ async def call_tool(memory: Memory, name: str, arguments: dict[str, Any] | None
     return False, json.dumps(_prune(result), ensure_ascii=False), result
 
 
-def build_server(memory: Memory) -> Any:
-    """The MCP server (the ``mcp`` package's low-level ``Server``) over ``memory``."""
+def build_server(memory: Memory | Callable[[Any], Memory]) -> Any:
+    """The MCP server (the ``mcp`` package's low-level ``Server``) over ``memory``, or over
+    the memory ``memory(ctx)`` picks for each request (``hms serve``'s /mcp: the tenant's)."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
+
+    memory_of: Callable[[Any], Memory] = (
+        (lambda ctx: memory) if isinstance(memory, Memory) else memory)
 
     listed = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
               for t in available_tools()]
@@ -264,7 +289,7 @@ def build_server(memory: Memory) -> Any:
         return types.ListToolsResult(tools=listed)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        is_error, text, structured = await call_tool(memory, params.name, params.arguments)
+        is_error, text, structured = await call_tool(memory_of(ctx), params.name, params.arguments)
         return types.CallToolResult(content=[types.TextContent(text=text)],
                                     structured_content=structured, is_error=is_error)
 

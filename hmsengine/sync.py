@@ -149,3 +149,11 @@ def open(path: str | os.PathLike[str] | None = None, **open_options: Any) -> Ite
         yield SyncEngine(loop, loop.engine)
     finally:
         loop.close()
+
+
+def loop_of(proxy: Any) -> tuple[_Loop, Any]:
+    """The engine thread's loop and the trio object behind a sync or asyncio proxy (for the
+    integrations, which run their own trio coroutines on that loop)."""
+    if not isinstance(proxy, _Proxy):
+        raise TypeError(f"expected an hmsengine.sync or hmsengine.aio object, got {type(proxy).__name__}")
+    return proxy._loop, proxy._target

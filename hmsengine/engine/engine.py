@@ -29,7 +29,7 @@ from ..index.analyzer import get_analyzer
 from ..kernels.warmup import warm_up
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from ..storage.keys import check_key_argument
-from ..storage.manifest import updated_settings
+from ..storage.manifest import READER_VERSION, updated_settings
 from . import readers
 from .actor import Background, ReplySlot, raise_single
 from .check import check_open
@@ -431,15 +431,27 @@ class DocumentEngine:
         copy: dict[str, Any] = json.loads(json.dumps(self._core.format.settings))
         return copy
 
-    async def update_settings(self, section: str, value: dict[str, Any] | None) -> None:
+    async def update_settings(self, section: str, value: dict[str, Any] | None, *,
+                              min_reader_version: int = 1) -> None:
         """Set one section of the store's settings to ``value`` (a JSON object), or remove it
         (``None``); the other sections are kept. Durable when it returns (an atomic rewrite of
-        ``format.json``, fsynced); concurrent updates apply one after the other."""
+        ``format.json``, fsynced); concurrent updates apply one after the other.
+        ``min_reader_version`` (at most ``READER_VERSION``) raises the store's in the same
+        write, for a section an older build must not ignore (it then refuses the store)."""
         self._check_open()
         check = updated_settings({}, section, value)  # refuses bad input before the lock
+        if isinstance(min_reader_version, bool) or not isinstance(min_reader_version, int) \
+                or not 1 <= min_reader_version <= READER_VERSION:
+            raise InvalidRequest(f"min_reader_version: expected 1 to {READER_VERSION}, "
+                                 f"got {min_reader_version!r}")
         async with self._settings_lock:
             settings = updated_settings(self.settings, section, check.get(section))
-            await trio.to_thread.run_sync(self._core.write_settings, settings)
+            await trio.to_thread.run_sync(self._core.write_settings, settings, min_reader_version)
+
+    @property
+    def min_reader_version(self) -> int:
+        """The oldest format a build must read to open this store (``format.json``)."""
+        return self._core.format.min_reader_version
 
     @property
     def revision(self) -> int:

@@ -129,12 +129,15 @@ class StoreCore:
                 hint="reopen the store; writes acknowledged before the failure are intact",
             ) from self.broken
 
-    def write_settings(self, settings: dict[str, Any]) -> None:
+    def write_settings(self, settings: dict[str, Any], min_reader_version: int = 1) -> None:
         """Replace the store's settings (``format.json``'s ``settings``, every section) with an
         atomic write: after a crash the file holds the old or the new settings, never a mix.
+        ``min_reader_version`` raises the store's (never lowers it), in the same write.
         Runs in a worker thread; a failure leaves the settings in memory unchanged."""
         self._check_writable()
-        fmt = attrs.evolve(self.format, settings=settings)
+        reader = max(self.format.min_reader_version, min_reader_version)
+        fmt = attrs.evolve(self.format, settings=settings, min_reader_version=reader,
+                           version=max(self.format.version, reader))
         with map_errors("writing the store settings", file=self.directory.describe(manifest.FORMAT_FILE)):
             self.directory.atomic_write(manifest.FORMAT_FILE, fmt.to_json())
         self.format = fmt

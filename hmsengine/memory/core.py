@@ -33,12 +33,28 @@ Embedder = Callable[[list[str]], Any] | Any
 Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
 
 
+# The settings section of the namespaces' default retention (memory/retention.py).
+RETENTION_SECTION = "retention"
+
+
+def retention_defaults(engine: DocumentEngine) -> dict[str, int]:
+    """The namespace -> default retention (ms) the store's settings record."""
+    section = engine.settings.get(RETENTION_SECTION) or {}
+    namespaces = section.get("namespaces") if isinstance(section, dict) else None
+    if not isinstance(namespaces, dict):
+        return {}
+    return {k: v for k, v in namespaces.items()
+            if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+
+
 class EngineState:
     """Per-engine state shared by every Memory over it, kept current by a commit listener."""
 
     def __init__(self, engine: DocumentEngine) -> None:
         self.index = MemoryIndex()
         self.index.load(engine.scan_metadata(), engine.revision)
+        self.index.retention = retention_defaults(engine)
+        self.clock = engine.now
         # Recently read facts, so a recall whose hits were read before costs little more than
         # the search itself; kept exact by the commit listener (see FactCache).
         self.facts = FactCache()
@@ -53,7 +69,7 @@ class EngineState:
         engine.add_commit_listener(self.on_commit)
 
     def on_commit(self, revision: int, changes: list[Change]) -> None:
-        self.index.on_commit(revision, changes, self.writing)
+        self.index.on_commit(revision, changes, self.writing, self.clock())
         self.facts.invalidate(self.index, changes)
 
 
@@ -193,6 +209,7 @@ class MemoryCore:
                 ingest_time=s.ingest_time,
                 supersedes=tuple(x for x in s.supersedes if x in facts) if s.supersedes else (),
                 sources=s.sources, actor=s.actor, importance=s.importance, file=file_ref(s.file),
+                retain_until=index.retention_end(doc.id) if s is not plain else None,
             )
             if cache is not None:
                 cache.put(fact)

@@ -31,8 +31,8 @@ from .core import MemoryCore
 from .index import MemoryIndex
 from .inputs import prepare
 from .remember import remember_many
+from .restamp import restamped
 from .sources import match_source
-from .stamp import STAMP_KEY, Stamp
 from .values import ConsolidateReport, ForgetReport, ForgetScope, RememberInput
 
 CHUNK = 4096
@@ -134,14 +134,8 @@ async def forget(core: MemoryCore, scope: ForgetScope, *, include_chain: bool, d
 
 
 async def _relinked(core: MemoryCore, doc_id: str, links: tuple[str, ...]) -> dict[str, Any]:
-    doc = await core.engine.get_document(doc_id)
-    assert doc is not None
-    metadata = dict(doc.metadata or {})
-    stamp = Stamp.from_list(metadata[STAMP_KEY]).with_supersedes(links)
-    metadata[STAMP_KEY] = stamp.to_list()
-    item: dict[str, Any] = {"id": doc_id, "text": doc.text, "metadata": metadata}
-    if doc.embedding is not None:
-        item["embedding"] = list(doc.embedding)
+    item = await restamped(core, doc_id, lambda stamp: stamp.with_supersedes(links))
+    assert item is not None
     return item
 
 
@@ -182,7 +176,7 @@ async def consolidate(core: MemoryCore, *, dry_run: bool = True,
     groups: dict[tuple[str, str, str, str], list[str]] = {}
     for (namespace, subject), ids in index.slots.items():
         for doc_id in ids:
-            if index.status(doc_id, now, None, core.slot_policy) != "current":
+            if index.status(doc_id, now, None, core.slot_policy, now) != "current":
                 continue
             fact = await core.fact(doc_id)
             if fact is not None:

@@ -16,15 +16,25 @@ Temporal rules (API.md, the seed's Concepts):
 * latest-by-subject: within a (namespace, subject) slot, ``g`` supersedes ``f`` when ``g`` is
   later in (begin, ingest_time, id) order: at any t the current fact is the latest one begun by
   t, whatever the arrival order. Nothing is written for it: it is derived.
+* retention: a fact whose retention end (its ``retain_until``, else its ingest time plus its
+  namespace's default retention) is at or before *now* (the wall clock, whatever ``as_of``
+  says: retention is about what the store may still hold) is ``expired-retention``, before any
+  other status (memory/retention.py).
 """
 
 from __future__ import annotations
 
 import gc
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from ..engine import TOMBSTONE_PREFIX, Change, is_tombstone_json
 from .stamp import STAMP_KEY, Stamp, StampParser, plain_stamp
+
+# How long the index remembers when a fact was created (``MemoryIndex.born``): a listing whose
+# first page is older than this may show in later pages facts created since (never skipping or
+# repeating one: memory/browse.py).
+BORN_WINDOW_MS = 3_600_000
 
 
 class MemoryIndex:
@@ -44,6 +54,13 @@ class MemoryIndex:
         self.revision = 0
         # Facts with equal compact stamps share one Stamp object (see StampParser).
         self._stamps = StampParser()
+        self.retained = 0  # facts with their own retain_until
+        # namespace -> default retention in ms (the settings' "retention" section).
+        self.retention: dict[str, int] = {}
+        # id -> (revision, wall ms) of the facts created since the index was built, in creation
+        # order, kept for BORN_WINDOW_MS: a listing leaves out what was created after its first
+        # page (memory/browse.py). Facts loaded at open count as created at revision 0.
+        self.born: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     # -- maintenance ---------------------------------------------------------------------------
 
@@ -74,7 +91,8 @@ class MemoryIndex:
                 if plain is None:
                     plain = simple[id(stamp)] = (
                         stamp.subject is None and not stamp.entities and not stamp.supersedes
-                        and stamp.valid_from is None and stamp.valid_to is None)
+                        and stamp.valid_from is None and stamp.valid_to is None
+                        and stamp.retain_until is None)
                 if plain and doc_id not in facts:
                     facts[doc_id] = stamp
                     kind_counts[stamp.kind] = kind_counts.get(stamp.kind, 0) + 1
@@ -87,14 +105,17 @@ class MemoryIndex:
         self.revision = revision
 
     def on_commit(self, revision: int, changes: list[Change],
-                  written: Mapping[str, tuple[str, Stamp]] | None = None) -> None:
+                  written: Mapping[str, tuple[str, Stamp]] | None = None, now: int = 0) -> None:
         """The engine's commit listener: apply every change of a committed batch.
 
         ``written`` (id -> (metadata JSON, compact stamp)) holds the stamps of the facts that
         ``remember`` is writing: a change carrying exactly that JSON takes that stamp as it was
-        built, not parsed back from the JSON; any other change is parsed."""
+        built, not parsed back from the JSON; any other change is parsed. ``now`` (the engine's
+        clock) dates the creations for ``born``."""
         parse = self._stamps.parse
+        born = self.born
         for change in changes:
+            existed = change.id in self.facts
             self._remove(change.id)
             metadata_json = change.metadata_json
             if change.deleted or is_tombstone_json(metadata_json):
@@ -105,7 +126,30 @@ class MemoryIndex:
             else:
                 stamp = parse(metadata_json) or plain_stamp()
             self._add(change.id, stamp)
+            if not existed:
+                born.pop(change.id, None)
+                born[change.id] = (revision, now)
+        while born:
+            oldest = next(iter(born.values()))
+            if oldest[1] >= now - BORN_WINDOW_MS:
+                break
+            born.popitem(last=False)
         self.revision = revision
+
+    def born_after(self, doc_id: str, revision: int) -> bool:
+        """Whether ``doc_id`` was created (not merely rewritten) after ``revision``, as far as
+        ``born`` remembers."""
+        entry = self.born.get(doc_id)
+        return entry is not None and entry[0] > revision
+
+    def retention_end(self, doc_id: str) -> int | None:
+        """When the store stops keeping ``doc_id``: its retain_until, else its ingest time plus
+        its namespace's default retention, else None."""
+        s = self.facts[doc_id]
+        if s.retain_until is not None:
+            return s.retain_until
+        keep = self.retention.get(s.namespace) if self.retention else None
+        return None if keep is None else s.ingest_time + keep
 
     def frozen(self, kind: str, name: str) -> frozenset[str]:
         """The ids of a subject (``kind`` "subject") or entity ("entity") as one shared
@@ -140,6 +184,7 @@ class MemoryIndex:
             self.successors.setdefault(old, set()).add(doc_id)
         self.links += len(s.supersedes)
         self.windows += s.valid_from is not None or s.valid_to is not None
+        self.retained += s.retain_until is not None
 
     def _remove(self, doc_id: str) -> None:
         s = self.facts.pop(doc_id, None)
@@ -170,12 +215,14 @@ class MemoryIndex:
                     del self.successors[old]
         self.links -= len(s.supersedes)
         self.windows -= s.valid_from is not None or s.valid_to is not None
+        self.retained -= s.retain_until is not None
 
     # -- temporal rules ----------------------------------------------------------------------------
 
     def is_temporal(self, slot_policy: bool) -> bool:
-        """Anything that can make a fact non-current: windows, links, or policy-linked slots."""
-        if self.windows or self.links:
+        """Anything that can make a fact non-current: windows, links, retention, or
+        policy-linked slots."""
+        if self.windows or self.links or self.retained or self.retention:
             return True
         return slot_policy and self.shared_slots > 0  # kept by _add/_remove: O(1) per recall
 
@@ -187,8 +234,15 @@ class MemoryIndex:
         s = self.facts.get(doc_id)
         return s is not None and (known_at is None or s.ingest_time <= known_at)
 
-    def status(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool) -> str:
+    def status(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool,
+               now: int | None = None) -> str:
+        """The fact's status at ``t`` (module docstring); ``expired-retention`` first when its
+        retention ended by ``now`` (None: retention is not evaluated)."""
         s = self.facts[doc_id]
+        if now is not None and (s.retain_until is not None or self.retention):
+            end = self.retention_end(doc_id)
+            if end is not None and end <= now:
+                return "expired-retention"
         if s.valid_from is not None and t < s.valid_from:
             return "not-yet-valid"
         if slot_policy and s.subject is not None and t < s.begin \

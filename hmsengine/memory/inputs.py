@@ -109,6 +109,7 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
     valid_to = _time(item.valid_to, f"{where}valid_to")
     if valid_from is not None and valid_to is not None and valid_to <= valid_from:
         raise InvalidRequest(f"{where}valid_to: must be after valid_from")
+    retain_until = _time(item.retain_until, f"{where}retain_until")
     importance = item.importance
     if importance is not None:
         if isinstance(importance, bool) or not isinstance(importance, (int, float)) \
@@ -127,7 +128,7 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
     stamp = Stamp(digest=digest, kind=item.kind, namespace=namespace, subject=subject,
                   entities=entities, event_time=event_time, valid_from=valid_from,
                   valid_to=valid_to, ingest_time=0, supersedes=supersedes, sources=sources,
-                  actor=actor, importance=importance, file=file)
+                  actor=actor, importance=importance, file=file, retain_until=retain_until)
     return PreparedFact(id=fact_id, text=text, metadata=metadata, metadata_json=metadata_json,
                         embedding=embedding, stamp=stamp)
 

@@ -17,7 +17,7 @@ import attrs
 from ..engine import check_unicode
 from ..errors import InvalidRequest, NotFound
 from ..wire import camel, snake, to_json
-from . import files, forget, loader, recall, remember
+from . import browse, files, forget, loader, recall, remember, retention
 from .core import MemoryCore
 from .values import SCOPE_KINDS, ForgetScope, RememberInput
 
@@ -165,6 +165,37 @@ async def _hydrate(m: MemoryCore, body: Any) -> Any:
     return {"id": fields["id"], "length": len(data), "base64": base64.b64encode(data).decode("ascii")}
 
 
+_LIST = {"namespace", "subject", "entity", "kind", "status", "metadata", "asOf", "knownAt"}
+
+
+def _list_filters(fields: dict[str, Any]) -> dict[str, Any]:
+    for key in ("kind", "status"):
+        if isinstance(fields.get(key), list):
+            fields[key] = tuple(fields[key])
+    return fields
+
+
+async def _list(m: MemoryCore, body: Any) -> Any:
+    fields = _list_filters(_fields(body, "list", _LIST | {"limit", "cursor"}))
+    return to_json(await browse.list_facts(m, **fields))
+
+
+async def _count(m: MemoryCore, body: Any) -> Any:
+    return {"count": await browse.count_facts(m, **_list_filters(_fields(body, "count", _LIST)))}
+
+
+async def _apply_retention(m: MemoryCore, body: Any) -> Any:
+    fields = _fields(body, "applyRetention", {"dryRun", "purge"})
+    return to_json(await retention.apply_retention(
+        m, dry_run=fields.get("dry_run", True), purge=fields.get("purge", False)))
+
+
+async def _set_retention(m: MemoryCore, body: Any) -> Any:
+    fields = _fields(body, "setRetention", {"namespace", "keepForMs"}, ("namespace", "keepForMs"))
+    await retention.set_retention(m, fields["namespace"], fields["keep_for_ms"])
+    return {"retention": dict(m.index.retention)}
+
+
 async def _profile(m: MemoryCore, body: Any) -> Any:
     return to_json(await loader.profile(m, **_fields(body, "profile", {"namespace", "budgetChars"})))
 
@@ -175,6 +206,8 @@ OPERATIONS: dict[str, Callable[[MemoryCore, Any], Awaitable[Any]]] = {
     "applyForgetting": _apply_forgetting, "consolidate": _consolidate,
     "load": _load, "capture": _capture, "profile": _profile,
     "rememberFile": _remember_file, "hydrate": _hydrate,
+    "list": _list, "count": _count, "applyRetention": _apply_retention,
+    "setRetention": _set_retention,
 }
 
 

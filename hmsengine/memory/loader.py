@@ -125,7 +125,7 @@ def _current_ids(core: MemoryCore, namespace: str, kinds: tuple[str, ...]) -> li
     now = core.engine.now()
     return [i for i, s in list(index.facts.items())
             if s.namespace == namespace and s.kind in kinds
-            and index.status(i, now, None, core.slot_policy) == "current"]
+            and index.status(i, now, None, core.slot_policy, now) == "current"]
 
 
 async def current_facts(core: MemoryCore, namespace: str) -> list[Fact]:

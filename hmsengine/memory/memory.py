@@ -9,12 +9,14 @@ consistent with each other.
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of Memory: annotations after it name the builtin so
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Never
 
 from ..engine import DocumentEngine
 from ..errors import InvalidRequest
-from . import embedding, files, forget, jsonapi, loader, recall, remember
+from . import browse, embedding, files, forget, jsonapi, loader, recall, remember, restamp, retention
 from .config import MemoryConfig, parse_config
 from .core import Embedder, MemoryCore, Observer
 from .index import MemoryIndex
@@ -26,6 +28,7 @@ from .values import (
     ForgetReport,
     ForgetScope,
     LoadResult,
+    Page,
     Profile,
     RecallHit,
     RememberInput,
@@ -98,18 +101,20 @@ class Memory:
                        valid_from: Time | None = None, valid_to: Time | None = None,
                        supersedes: Sequence[str] = (), kind: str = "fact",
                        namespace: str = "default", sources: Sequence[str] = (),
-                       actor: str | None = None, importance: float | None = None) -> RememberResult:
+                       actor: str | None = None, importance: float | None = None,
+                       retain_until: Time | None = None) -> RememberResult:
         """Remember one fact; see ``remember_many`` for the guarantees.
 
         ``kind`` is fact, profile, procedure or episode; ``supersedes`` names facts this one
         replaces; times are ms since the epoch or aware datetimes. Without ``id`` the id is
-        derived from the content, so a retry stores one fact.
+        derived from the content, so a retry stores one fact. ``retain_until``: when the store
+        stops keeping it (memory/retention.py; remembering it again with another one changes it).
         """
         item = RememberInput(
             text=text, id=id, subject=subject, entities=entities, metadata=metadata,
             embedding=embedding, event_time=event_time, valid_from=valid_from, valid_to=valid_to,
             supersedes=supersedes, kind=kind, namespace=namespace, sources=sources, actor=actor,
-            importance=importance)
+            importance=importance, retain_until=retain_until)
         return (await remember.remember_many(self.core, [item]))[0]
 
     async def remember_many(self, inputs: Sequence[RememberInput | dict[str, Any]]
@@ -196,6 +201,58 @@ class Memory:
         return await forget.consolidate(self.core, dry_run=dry_run,
                                         allow_destructive=allow_destructive)
 
+    # -- browsing and retention (memory/browse.py, memory/retention.py) -----------------------------
+
+    async def list(self, namespace: str | None = None, subject: str | None = None,
+                   entity: str | None = None, kind: str | Sequence[str] | None = None,
+                   status: str | Sequence[str] | None = None,
+                   metadata: Mapping[str, Any] | None = None, as_of: Time | None = None,
+                   known_at: Time | None = None, limit: int = 100,
+                   cursor: str | None = None) -> Page:
+        """One page of facts, newest first: ``.items`` and ``.next_cursor`` (None on the last
+        page; pass it back with the same filters for the next). ``status`` defaults to
+        ``"current"`` (``"all"``: every status); ``kind`` to every kind. A listing is one fixed
+        view: no fact is skipped or repeated across its pages, whatever is written meanwhile.
+        See memory/browse.py."""
+        return await browse.list_facts(self.core, namespace=namespace, subject=subject,
+                                       entity=entity, kind=kind, status=status, metadata=metadata,
+                                       as_of=as_of, known_at=known_at, limit=limit, cursor=cursor)
+
+    async def count(self, namespace: str | None = None, subject: str | None = None,
+                    entity: str | None = None, kind: str | Sequence[str] | None = None,
+                    status: str | Sequence[str] | None = None,
+                    metadata: Mapping[str, Any] | None = None, as_of: Time | None = None,
+                    known_at: Time | None = None) -> int:
+        """How many facts ``list`` with the same filters returns over all its pages."""
+        return await browse.count_facts(self.core, namespace=namespace, subject=subject,
+                                        entity=entity, kind=kind, status=status,
+                                        metadata=metadata, as_of=as_of, known_at=known_at)
+
+    async def namespaces(self, *, entity: str | None = None) -> dict[str, int]:
+        """The namespaces holding facts (not past their retention; naming ``entity`` when
+        given), each with how many."""
+        return await browse.namespaces(self.core, entity)
+
+    async def apply_retention(self, *, dry_run: bool = True, purge: bool = False) -> ForgetReport:
+        """Forget the facts past their retention (dry run by default; ``purge`` as in
+        ``forget``). ``hmsengine.Engine.compact`` runs it first. See memory/retention.py."""
+        return await retention.apply_retention(self.core, dry_run=dry_run, purge=purge)
+
+    async def set_retention(self, namespace: str, keep_for: int | timedelta | None) -> None:
+        """Keep the facts of ``namespace`` ``keep_for`` (ms or a timedelta) after their ingest
+        time, unless a fact has its own ``retain_until``; None removes the default. Persisted
+        in the store; applies to the facts already there too."""
+        await retention.set_retention(self.core, namespace, keep_for)
+
+    @property
+    def retention(self) -> dict[str, int]:
+        """The default retention of each namespace that has one, in ms."""
+        return dict(self.core.index.retention)
+
+    async def retain(self, ids: Sequence[str], until: Time | None) -> tuple[str, ...]:
+        """Set the ``retain_until`` of facts ``ids`` (None: none of their own); the ids changed."""
+        return await restamp.retain(self.core, ids, until)
+
     # -- documents as memory (memory/loader.py) ----------------------------------------------------
 
     async def load(self, document: str, text: str, *, namespace: str = "default",
@@ -217,7 +274,7 @@ class Memory:
 
     async def capture(self, text: str, *, extractor: loader.Extractor, namespace: str = "default",
                       actor: str | None = None, observed_at: Time | None = None,
-                      source: str | None = None) -> list[str]:
+                      source: str | None = None) -> builtins.list[str]:
         """Remember what ``extractor`` draws from free ``text`` (cut at blank lines into chunks of
         at most 2000 characters, no prefix, no episodes); facts inherit ``observed_at``, and list
         ``source`` (where the text came from) in their sources, so that

@@ -112,7 +112,9 @@ class _Plan:
         known_at = options.known_at
         self.known_at = None if known_at is None else to_ms(known_at, field="known_at")
         self.as_of = None if options.as_of is None else to_ms(options.as_of, field="as_of")
-        self.t = self.as_of if self.as_of is not None else core.engine.now()
+        # Retention is evaluated on the clock, whatever as_of says (memory/retention.py).
+        self.now = core.engine.now()
+        self.t = self.as_of if self.as_of is not None else self.now
         self.embedding = options.embedding
         if self.embedding is not None:
             check_embedding(self.embedding, "embedding")
@@ -321,7 +323,7 @@ def _survivors(core: MemoryCore, plan: _Plan, hits: list[tuple[str, float, Any]]
             continue  # forgotten meanwhile, or not known at known_at
         if check_kinds and s.kind not in plan.kinds:
             continue
-        status = index.status(doc_id, plan.t, known_at, slot_policy)
+        status = index.status(doc_id, plan.t, known_at, slot_policy, plan.now)
         if (history == "current" and status != "current") or \
                 (history == "historical" and status == "current"):
             continue
@@ -373,7 +375,7 @@ async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOpti
         if found == doc_id:
             return _explanation(core, query, plan, doc_id, hit, status, rank, score, fact.text)
     # Not among the results: score it alone, with the same search and multipliers.
-    status = core.index.status(doc_id, plan.t, plan.known_at, core.slot_policy)
+    status = core.index.status(doc_id, plan.t, plan.known_at, core.slot_policy, plan.now)
     hits = await core.engine.search_documents(query, k=1, embedding=plan.embedding, ids=[doc_id],
                                                 semantic_weight=core.config.semantic_weight)
     hit = hits[0] if hits else None

@@ -28,6 +28,7 @@ from ..errors import Conflict, InvalidRequest
 from . import embedding
 from .core import MemoryCore
 from .inputs import PreparedFact, as_input, prepare
+from .restamp import ensure_marked, retain
 from .stamp import Stamp, stored_digest
 from .values import FileRef, RememberInput, RememberResult, stamp_file
 
@@ -41,6 +42,8 @@ async def remember_many(core: MemoryCore, inputs: Sequence[RememberInput | dict[
     if not inputs:
         raise InvalidRequest("inputs: must not be empty")
     prepared = await _prepare_all(core, inputs, files)
+    if any(p.stamp.retain_until is not None for p in prepared):
+        await ensure_marked(core.engine)  # before the first stamp with a retention end
     state = core.state
     involved = {p.id for p in prepared} | {t for p in prepared for t in p.stamp.supersedes}
     while True:
@@ -64,10 +67,22 @@ async def remember_many(core: MemoryCore, inputs: Sequence[RememberInput | dict[
         for doc_id, event in reserved.items():
             del state.pending[doc_id]
             event.set()
+    await _retain_existing(core, prepared, results)
     created = tuple(r.id for r in results if r.created)
     if created:
         await core.notify("remember", created)
     return results
+
+
+async def _retain_existing(core: MemoryCore, prepared: list[PreparedFact],
+                           results: list[RememberResult]) -> None:
+    """A fact remembered again with another ``retain_until`` takes that one (the retention end
+    is outside the payload: memory/retention.py)."""
+    facts = core.index.facts
+    for p, r in zip(prepared, results, strict=True):
+        end = p.stamp.retain_until
+        if not r.created and end is not None and p.id in facts and facts[p.id].retain_until != end:
+            await retain(core, [p.id], end)
 
 
 async def _prepare_all(core: MemoryCore, inputs: Sequence[RememberInput | dict[str, Any]],

@@ -10,6 +10,10 @@ and, for a file-backed fact (``remember_file``) only, a fifteenth element, its f
 
     [uri, offset, length, format, sha256, size, mtime, summary]
 
+and, for a fact with a retention end (``retain_until``) only, a sixteenth: that time in ms (the
+fifteenth is then the file reference or null). The retention end is not part of the digest: it
+says how long the store may keep the fact, not what the fact is (memory/retention.py).
+
 ``digest`` (32 hex digits) is the sha256 of the fact's canonical payload (everything but the
 id and the ingest time): equal digests mean an idempotent retry, different ones a conflict, and
 a fact without a caller id is named after it. So ``search_documents``, ``delete_document`` and
@@ -36,13 +40,14 @@ class Stamp:
     facts share stamps)."""
 
     __slots__ = ("actor", "digest", "entities", "event_time", "file", "importance", "ingest_time",
-                 "kind", "namespace", "sources", "subject", "supersedes", "valid_from", "valid_to")
+                 "kind", "namespace", "retain_until", "sources", "subject", "supersedes",
+                 "valid_from", "valid_to")
 
     def __init__(self, *, digest: str, kind: str, namespace: str, subject: str | None,
                  entities: tuple[str, ...], event_time: int | None, valid_from: int | None,
                  valid_to: int | None, ingest_time: int, supersedes: tuple[str, ...],
                  sources: tuple[str, ...], actor: str | None, importance: float | None,
-                 file: tuple[Any, ...] | None = None) -> None:
+                 file: tuple[Any, ...] | None = None, retain_until: int | None = None) -> None:
         self.digest = digest
         self.kind = kind
         self.namespace = namespace
@@ -58,6 +63,8 @@ class Stamp:
         self.importance = importance
         # (uri, offset, length, format, sha256, size, mtime, summary) of a file-backed fact.
         self.file = file
+        # When the store stops keeping the fact (ms), or None (memory/retention.py).
+        self.retain_until = retain_until
 
     @property
     def begin(self) -> int:
@@ -78,6 +85,9 @@ class Stamp:
 
     def with_supersedes(self, supersedes: tuple[str, ...]) -> Stamp:
         return self._evolve(supersedes=supersedes)
+
+    def with_retain_until(self, retain_until: int | None) -> Stamp:
+        return self._evolve(retain_until=retain_until)
 
     def compact(self) -> Stamp:
         """The memory index's copy (``from_list(..., compact=True)``'s): no digest, the names
@@ -101,8 +111,10 @@ class Stamp:
                list(self.entities), self.event_time, self.valid_from, self.valid_to,
                self.ingest_time, list(self.supersedes), list(self.sources), self.actor,
                self.importance]
-        if self.file is not None:
-            out.append(list(self.file))
+        if self.file is not None or self.retain_until is not None:
+            out.append(list(self.file) if self.file is not None else None)
+        if self.retain_until is not None:
+            out.append(self.retain_until)
         return out
 
     @classmethod
@@ -112,9 +124,12 @@ class Stamp:
         and interns the names that repeat across facts."""
         (_v, digest, kind, namespace, subject, entities, event_time, valid_from, valid_to,
          ingest_time, supersedes, sources, actor, importance) = raw[:14]
-        file = tuple(raw[14]) if len(raw) == 15 and raw[14] is not None else None
+        file = tuple(raw[14]) if len(raw) >= 15 and raw[14] is not None else None
         if file is not None and len(file) != 8:
             raise ValueError("a file reference has 8 fields")
+        retain_until = raw[15] if len(raw) == 16 else None
+        if retain_until is not None and (isinstance(retain_until, bool) or not isinstance(retain_until, int)):
+            raise ValueError("a retention end is an integer")
         if compact:
             digest = ""
             kind, namespace = sys.intern(kind), sys.intern(namespace)
@@ -124,7 +139,7 @@ class Stamp:
                    valid_from=valid_from, valid_to=valid_to, ingest_time=ingest_time,
                    supersedes=tuple(supersedes) if supersedes else (),
                    sources=tuple(sources) if sources else (), actor=actor, importance=importance,
-                   file=file)
+                   file=file, retain_until=retain_until)
 
 
 def plain_stamp() -> Stamp:
@@ -135,7 +150,7 @@ def plain_stamp() -> Stamp:
 
 
 def _parse(raw: object, *, compact: bool) -> Stamp | None:
-    if isinstance(raw, list) and len(raw) in (14, 15) and raw[0] == STAMP_VERSION:
+    if isinstance(raw, list) and len(raw) in (14, 15, 16) and raw[0] == STAMP_VERSION:
         try:
             return Stamp.from_list(raw, compact=compact)
         except (TypeError, ValueError):

@@ -61,6 +61,8 @@ class RememberInput:
     sources: Sequence[str] = ()
     actor: str | None = None
     importance: float | None = None
+    # When the store stops keeping the fact (memory/retention.py); not part of its payload.
+    retain_until: Time | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -89,6 +91,18 @@ class Fact:
     actor: str | None
     importance: float | None
     file: FileRef | None = None
+    # When the store stops keeping it: its own retain_until, else its namespace's default
+    # retention counted from its ingest time; None when neither applies (memory/retention.py).
+    retain_until: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Page:
+    """One page of ``Memory.list``: the facts, and the cursor of the next page (None when this
+    is the last one). Pass the cursor back with the same filters to continue the listing."""
+
+    items: tuple[Fact, ...]
+    next_cursor: str | None
 
 
 @attrs.frozen(kw_only=True)

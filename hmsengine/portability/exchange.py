@@ -40,6 +40,7 @@ import trio
 from ..engine import DocumentEngine, PutOp
 from ..errors import Conflict, HmsError, IncompatibleStore, InvalidRequest
 from ..localfiles import NotRegular, open_regular
+from ..memory.restamp import ensure_marked
 from .records import Incoming, canonical, incoming, record_of, tombstone_record
 
 EXPORT_FORMAT = "hmsengine-jsonl"
@@ -320,6 +321,8 @@ async def apply(engine: DocumentEngine, items: list[Incoming], *, source: str,
         raise Conflict(f"{source}: {len(conflicts)} id(s) already hold different content in this "
                        f"store: {shown}; nothing was written",
                        hint="forget those facts first, or import into another store")
+    if any(item.retained for item in items if item.put is not None):
+        await ensure_marked(engine)  # before the first stamp with a retention end (retention.py)
     if puts or new_tombstones:
         await engine.transact(puts=puts, tombstones=new_tombstones)  # type: ignore[arg-type]
     if purged:

@@ -4,7 +4,7 @@ The records of an export (and of a snapshot's ``facts.jsonl``) are::
 
     {"type": "fact", "id", "text", "kind", "namespace", "subject", "entities", "metadata",
      "embedding", "eventTime", "validFrom", "validTo", "ingestTime", "supersedes", "sources",
-     "actor", "importance", "file"}
+     "actor", "importance", "file"[, "retainUntil"]}
     {"type": "document", "id", "text", "metadata", "embedding"}    # written without the memory API
     {"type": "tombstone", "id", "purgedAt"}                         # a purged id: no content at all
 
@@ -37,7 +37,7 @@ from ..memory.values import RememberInput
 FACT_FIELDS = frozenset({
     "type", "id", "text", "kind", "namespace", "subject", "entities", "metadata", "embedding",
     "eventTime", "validFrom", "validTo", "ingestTime", "supersedes", "sources", "actor",
-    "importance", "file"})
+    "importance", "file", "retainUntil"})
 DOCUMENT_FIELDS = frozenset({"type", "id", "text", "metadata", "embedding"})
 TOMBSTONE_FIELDS = frozenset({"type", "id", "purgedAt"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -64,7 +64,7 @@ def record_of(doc_id: str, text: str, metadata: dict[str, Any] | None, embedding
         return {"type": "document", "id": doc_id, "text": text, "metadata": metadata,
                 "embedding": _embedding(embedding)}
     file = dict(zip(FILE_FIELDS, stamp.file, strict=True)) if stamp.file is not None else None
-    return {
+    record: dict[str, Any] = {
         "type": "fact", "id": doc_id, "text": text, "kind": stamp.kind,
         "namespace": stamp.namespace, "subject": stamp.subject, "entities": list(stamp.entities),
         "metadata": user_metadata(metadata), "embedding": _embedding(embedding),
@@ -73,6 +73,10 @@ def record_of(doc_id: str, text: str, metadata: dict[str, Any] | None, embedding
         "sources": list(stamp.sources), "actor": stamp.actor, "importance": stamp.importance,
         "file": file,
     }
+    # Only when set, so the export of a store without retention is what it always was.
+    if stamp.retain_until is not None:
+        record["retainUntil"] = stamp.retain_until
+    return record
 
 
 def tombstone_record(doc_id: str, purged_at: int) -> dict[str, Any]:
@@ -89,6 +93,7 @@ class Incoming:
     put: PutOp | None
     identity: str | None
     purged_at: int | None = None
+    retained: bool = False  # a fact with a retention end (its stamp needs format 2)
 
 
 def _int_or_none(value: object, field: str) -> int | None:
@@ -178,10 +183,12 @@ def incoming(record: object) -> Incoming:
         valid_to=_int_or_none(record.get("validTo"), "validTo"),
         supersedes=tuple(record.get("supersedes") or ()), kind=record.get("kind", "fact"),
         namespace=record.get("namespace", "default"), sources=tuple(record.get("sources") or ()),
-        actor=record.get("actor"), importance=importance)
+        actor=record.get("actor"), importance=importance,
+        retain_until=_int_or_none(record.get("retainUntil"), "retainUntil"))
     prepared = prepare(item, file=_file(record.get("file")))
     op, _ = prepared.put(ingest_time)
-    return Incoming(id=doc_id, kind=kind, put=op, identity=prepared.stamp.digest)
+    return Incoming(id=doc_id, kind=kind, put=op, identity=prepared.stamp.digest,
+                    retained=prepared.stamp.retain_until is not None)
 
 
 def stored_identity(metadata: dict[str, Any] | None, text: str, embedding: Any) -> tuple[str, str | None]:

@@ -45,6 +45,8 @@ from ..memory.jsonapi import OPERATIONS
 from ..wire import error_body, http_status, to_json
 from .auth import KeyRing
 from .guard import Refused, RequestGuard, check_json_content_type
+from .mcp_http import PATH as MCP_PATH
+from .mcp_http import McpEndpoint
 from .openapi import API, build_openapi
 from .tenants import TENANT_HEADER, TenantPool, check_tenant
 
@@ -63,7 +65,8 @@ DOCUMENT_METHODS = ("GET", "PUT", "DELETE")
 # cannot encode one): bodies without such an escape skip the walk that looks for it.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # What a web app an operator allowed (--allow-origin) may send across origins.
-CORS_HEADERS = ("authorization", "content-type", "x-hms-tenant")
+CORS_HEADERS = ("authorization", "content-type", "x-hms-tenant", "mcp-protocol-version",
+                "mcp-session-id")
 
 class HttpError(Exception):
     """A transport-level refusal with its status and error code (bad JSON, 405, 408, 413)."""
@@ -207,13 +210,19 @@ class ServerApp:
         self.body_timeout = float(body_timeout)
         self.guard = guard or RequestGuard()
         self.openapi = render(build_openapi(OPERATIONS))
+        # /mcp: the MCP tools over Streamable HTTP (mcp_http.py); serve() runs it.
+        self.mcp = McpEndpoint(pool, keys=keys, max_body=max_body, respond=self._refusal)
         routes = Starlette(
             routes=[
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/openapi.json", self.openapi_json, methods=["GET"]),
                 _exact(API + "/memory/{op}", self._route(self.memory_op), ("POST",)),
+                _exact(API + "/memories", self._route(self.memories), ("GET",)),
+                # The same listing under the name API.md gives it.
+                _exact("/v1/memories", self._route(self.memories), ("GET",)),
                 _exact(API + "/documents/search", self._route(self.search), ("POST",)),
                 _exact(API + "/documents/{id:path}", self._route(self.document), DOCUMENT_METHODS),
+                Route(MCP_PATH, self.mcp, methods=["POST"]),
             ],
             exception_handlers={HTTPException: self._http_exception},
         )
@@ -297,6 +306,13 @@ class ServerApp:
 
         return endpoint
 
+    def _refusal(self, exc: Exception, tenant: str | None) -> Response:
+        """The response to a refusal of the guard or an HmsError (the /mcp endpoint's too)."""
+        if isinstance(exc, Refused):
+            return error_response(exc.status, exc.code, exc.message, exc.hint)
+        assert isinstance(exc, HmsError)
+        return hms_error_response(exc, self.pool.places(tenant) if tenant else ())
+
     async def _http_exception(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         codes = {404: "not_found", 405: "method_not_allowed"}
@@ -323,6 +339,10 @@ class ServerApp:
         if op not in OPERATIONS:
             raise HttpError(404, "not_found", f"no memory operation {op!r}")
         return await memory.call(op, body)
+
+    async def memories(self, memory: Memory, request: Request, body: Any) -> Any:
+        """``GET /api/v1/memories?namespace=&subject=&limit=&cursor=...``: ``list`` by query."""
+        return await memory.call("list", list_query(request.query_params.multi_items()))
 
     async def search(self, memory: Memory, request: Request, body: Any) -> Any:
         fields = _fields(body, "search", {"query", "k", "embedding", "ids", "metadata", "semantic",
@@ -392,6 +412,39 @@ def _fields(body: Any, what: str, allowed: set[str], required: tuple[str, ...]) 
         if name not in body:
             raise InvalidRequest(f"{name}: required for {what}")
     return dict(body)
+
+
+# The query parameters of GET /api/v1/memories: name -> (repeatable, integer).
+LIST_PARAMETERS = {"namespace": (False, False), "subject": (False, False),
+                   "entity": (False, False), "kind": (True, False), "status": (True, False),
+                   "asOf": (False, True), "knownAt": (False, True), "limit": (False, True),
+                   "cursor": (False, False)}
+
+
+def list_query(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The ``list`` body of a query string (``kind`` and ``status`` may repeat)."""
+    body: dict[str, Any] = {}
+    for name, value in pairs:
+        shape = LIST_PARAMETERS.get(name)
+        if shape is None:
+            raise InvalidRequest(f"{name}: unknown query parameter",
+                                 hint=f"known: {', '.join(LIST_PARAMETERS)}")
+        repeatable, integer = shape
+        parsed: Any = value
+        if integer:
+            if not value.lstrip("-").isdigit() or len(value) > 20:
+                raise InvalidRequest(f"{name}: expected an integer, got {value!r}")
+            parsed = int(value)
+        if repeatable:
+            body.setdefault(name, []).append(parsed)
+        elif name in body:
+            raise InvalidRequest(f"{name}: given more than once")
+        else:
+            body[name] = parsed
+    for name in ("kind", "status"):
+        if name in body and len(body[name]) == 1:
+            body[name] = body[name][0]
+    return body
 
 
 def _flag(value: str | None, name: str) -> bool:

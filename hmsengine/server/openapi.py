@@ -21,7 +21,7 @@ from .tenants import DEFAULT_TENANT, TENANT_HEADER, TENANT_PATTERN
 
 Schema = dict[str, Any]
 API = "/api/v1"
-STATUSES = ("current", "superseded", "expired", "not-yet-valid")
+STATUSES = ("current", "superseded", "expired", "not-yet-valid", "expired-retention")
 
 
 def ref(name: str) -> Schema:
@@ -63,6 +63,8 @@ _REMEMBER_PROPS: dict[str, Schema] = {
     "eventTime": nullable(TIME), "validFrom": nullable(TIME), "validTo": nullable(TIME),
     "supersedes": strings(ID), "kind": KIND, "namespace": NAME, "sources": strings(NAME),
     "actor": nullable(NAME), "importance": NUMBER_OR_NULL,
+    "retainUntil": nullable({**TIME, "description": "when the store stops keeping the fact "
+                                                    "(ms since the Unix epoch)"}),
 }
 _RECALL_PROPS: dict[str, Schema] = {
     "query": {"type": "string"},
@@ -74,6 +76,16 @@ _RECALL_PROPS: dict[str, Schema] = {
     "embedding": nullable(EMBEDDING),
     "candidateLimit": {"type": "integer", "minimum": 1, "maximum": 1000},
     "explain": {"type": "boolean"},
+}
+_STATUS: Schema = {"type": "string", "enum": list(STATUSES)}
+_LIST_PROPS: dict[str, Schema] = {
+    "namespace": nullable(NAME), "subject": nullable(NAME), "entity": nullable(NAME),
+    "kind": {"anyOf": [KIND, {"type": "array", "items": KIND, "minItems": 1}, {"type": "null"}]},
+    "status": {"anyOf": [_STATUS, {"type": "string", "const": "all"},
+                         {"type": "array", "items": _STATUS, "minItems": 1}, {"type": "null"}],
+               "description": "default 'current'; 'all' for every status"},
+    "metadata": nullable({"type": "object", "minProperties": 1}),
+    "asOf": nullable(TIME), "knownAt": nullable(TIME),
 }
 _SCOPE: Schema = {
     "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
@@ -106,9 +118,12 @@ SCHEMAS: dict[str, Schema] = {
         "eventTime": INT_OR_NULL, "validFrom": INT_OR_NULL, "validTo": INT_OR_NULL,
         "ingestTime": {"type": "integer"}, "supersedes": strings(), "sources": strings(),
         "actor": STRING_OR_NULL, "importance": NUMBER_OR_NULL, "file": nullable(ref("FileRef")),
+        "retainUntil": INT_OR_NULL,
     }, ["id", "text", "kind", "namespace", "subject", "entities", "metadata", "embedding",
         "eventTime", "validFrom", "validTo", "ingestTime", "supersedes", "sources", "actor",
-        "importance", "file"]),
+        "importance", "file", "retainUntil"]),
+    "Page": obj({"items": {"type": "array", "items": ref("Fact")},
+                 "nextCursor": STRING_OR_NULL}, ["items", "nextCursor"]),
     "Explanation": obj({
         "id": {"type": "string"}, "lexical": NUMBER_OR_NULL, "semantic": NUMBER_OR_NULL,
         "fusion": {"type": "string"},
@@ -210,6 +225,23 @@ MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
                 obj({"id": ID}, ["id"]),
                 obj({"id": {"type": "string"}, "length": {"type": "integer"},
                      "base64": {"type": "string"}}, ["id", "length", "base64"])),
+    "list": ("One page of facts, newest first, with the cursor of the next page (null on the "
+             "last); a listing never skips or repeats a fact, whatever is written meanwhile.",
+             obj(_LIST_PROPS | {"limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                                "cursor": nullable({"type": "string"})}), ref("Page")),
+    "count": ("How many facts list returns over all its pages, with the same filters.",
+              obj(_LIST_PROPS), obj({"count": {"type": "integer", "minimum": 0}}, ["count"])),
+    "applyRetention": ("Forget the facts past their retention (dry run by default).",
+                       obj({"dryRun": {"type": "boolean"}, "purge": {"type": "boolean"}}),
+                       ref("ForgetReport")),
+    "setRetention": ("Set (keepForMs) or remove (null) the default retention of a namespace; "
+                     "the defaults after the change.",
+                     obj({"namespace": NAME,
+                          "keepForMs": nullable({"type": "integer", "minimum": 1})},
+                         ["namespace", "keepForMs"]),
+                     obj({"retention": {"type": "object",
+                                        "additionalProperties": {"type": "integer"}}},
+                         ["retention"])),
     "profile": ("A prompt-ready block of the current profile facts of a namespace.",
                 obj({"namespace": LOOKUP, "budgetChars": {"type": "integer", "minimum": 0}}),
                 ref("Profile")),
@@ -259,6 +291,23 @@ _ID_PARAM = {"name": "id", "in": "path", "required": True,
              "description": "the document id, percent-encoded", "schema": ID}
 
 
+_LIST_QUERY = [
+    {"name": "namespace", "in": "query", "required": False, "schema": NAME},
+    {"name": "subject", "in": "query", "required": False, "schema": NAME},
+    {"name": "entity", "in": "query", "required": False, "schema": NAME},
+    {"name": "kind", "in": "query", "required": False, "explode": True,
+     "schema": {"type": "array", "items": KIND}},
+    {"name": "status", "in": "query", "required": False, "explode": True,
+     "description": "default current; 'all' for every status",
+     "schema": {"type": "array", "items": {"anyOf": [_STATUS, {"const": "all"}]}}},
+    {"name": "asOf", "in": "query", "required": False, "schema": TIME},
+    {"name": "knownAt", "in": "query", "required": False, "schema": TIME},
+    {"name": "limit", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+    {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+]
+
+
 def build_openapi(operations: Iterable[str]) -> dict[str, Any]:
     """The OpenAPI document for a server whose JSON contract has ``operations``."""
     paths: dict[str, Any] = {}
@@ -270,6 +319,12 @@ def build_openapi(operations: Iterable[str]) -> dict[str, Any]:
             "parameters": [_TENANT_PARAM], "requestBody": _body(request),
             "responses": _responses(response),
         }}
+    listing = {"get": {
+        "operationId": "memories.list", "summary": MEMORY_OPERATIONS["list"][0], "tags": ["memory"],
+        "parameters": [_TENANT_PARAM, *_LIST_QUERY], "responses": _responses(ref("Page")),
+    }}
+    paths[f"{API}/memories"] = listing
+    paths["/v1/memories"] = {"get": {**listing["get"], "operationId": "memories.listV1"}}
     paths[f"{API}/documents/search"] = {"post": {
         "operationId": "documents.search", "summary": "Rank documents (BM25, cosine, fusion).",
         "tags": ["documents"], "parameters": [_TENANT_PARAM],

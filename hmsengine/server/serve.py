@@ -213,7 +213,7 @@ async def serve(options: ServeOptions, *, announce: Any = None) -> None:
             server = ServerApp(pool, keys=options.keys, max_body=options.max_body,
                                body_timeout=options.timeout, guard=options.guard())
             http_scope = trio.CancelScope()
-            async with trio.open_nursery() as nursery:
+            async with server.mcp.running(), trio.open_nursery() as nursery:
                 nursery.start_soon(_watch, signals, shutdown, http_scope)
                 nursery.start_soon(_drain, server, shutdown, http_scope, options.grace)
                 with http_scope:
@@ -256,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``hms serve`` with parsed arguments; return the exit code."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The MCP SDK logs every stateless request it ends at INFO: one line per /mcp call.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     try:
         options = options_from_args(args)
     except HmsError as exc:

@@ -14,9 +14,14 @@ Generation directories and the ``CURRENT`` pointer are storage/generations.py's.
 
 Compatibility rule: ``format.json`` carries ``version`` (the format the writer used) and
 ``min_reader_version`` (the oldest format a reader must understand to open the store safely).
-A build whose ``FORMAT_VERSION`` is below ``min_reader_version`` refuses the store with
+A build whose ``READER_VERSION`` is below ``min_reader_version`` refuses the store with
 :class:`IncompatibleStore` and changes nothing; a newer build opens every older store. A newer
 writer that only adds things an older reader can ignore keeps ``min_reader_version`` unchanged.
+``FORMAT_VERSION`` is the layout of the frames, records and segments this build writes (still 1);
+``READER_VERSION`` the newest store this build opens: 2 adds the memory layer's retention (a
+fact's retention end in its stamp, defaults in the ``retention`` settings section), which an
+older reader would misread, so a store raises its ``min_reader_version`` to 2 before it first
+holds either (``Engine.update_settings(..., min_reader_version=2)``).
 
 The store's settings (``settings``: a JSON object of named sections, such as the memory layer's
 embedder identity) are such an addition: an older reader ignores the key and, since it never
@@ -35,6 +40,8 @@ from ..errors import CorruptStore, IncompatibleStore, InvalidRequest
 
 FORMAT_NAME = "hmsengine-store"
 FORMAT_VERSION = 1
+# The newest ``min_reader_version`` this build opens (see the module docstring).
+READER_VERSION = 2
 FORMAT_FILE = "format.json"
 CURRENT_FILE = "CURRENT"
 JOURNAL_FILE = "journal.log"
@@ -83,10 +90,10 @@ class StoreFormat:
         min_reader = body.get("min_reader_version", body.get("version"))
         if not isinstance(min_reader, int) or not isinstance(body.get("version"), int):
             raise CorruptStore("format.json has no integer version", file=where)
-        if min_reader > FORMAT_VERSION:
+        if min_reader > READER_VERSION:
             raise IncompatibleStore(
                 f"the store at {where} needs format version {min_reader}; this build reads up to "
-                f"{FORMAT_VERSION}"
+                f"{READER_VERSION}"
             )
         try:
             return cls(

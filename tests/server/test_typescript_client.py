@@ -68,10 +68,10 @@ def test_drift_message_names_what_changed_and_the_command() -> None:
     """A drift is reported by route and schema, with the one command that repairs it."""
     saved = json.loads(SPEC.read_text(encoding="utf-8"))
     live = json.loads(json.dumps(saved))
-    live["paths"]["/api/v1/memories"] = {"get": {}}
-    live["components"]["schemas"]["Fact"]["properties"]["retainUntil"] = {"type": "integer"}
+    live["paths"]["/api/v1/not-a-route-yet"] = {"get": {}}
+    live["components"]["schemas"]["Fact"]["properties"]["someNewField"] = {"type": "integer"}
     del live["components"]["schemas"]["Hit"]
     message = _drift(saved, live)
-    assert "paths /api/v1/memories added" in message
+    assert "paths /api/v1/not-a-route-yet added" in message
     assert "schemas Fact changed" in message and "schemas Hit removed" in message
     assert message.endswith("run `make client-types` and commit clients/typescript")

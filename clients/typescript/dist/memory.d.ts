@@ -8,7 +8,7 @@
  * `MemoryError` with the server's code, and a request that got no answer a `NetworkError`.
  */
 import { type RequestOptions } from "./http.js";
-import { type ApplyForgettingOptions, type ConsolidateOptions, type ConsolidateReport, type DeleteDocumentOptions, type Document, type ExplainOptions, type Explanation, type Fact, type ForgetOptions, type ForgetReport, type ForgetScope, type Health, type Hit, type Hydrated, type LoadOptions, type LoadResult, type MemoryOp, type MemoryRequest, type MemoryResponse, type Profile, type ProfileOptions, type PutDocumentOptions, type PutResult, type RecallHit, type RecallOptions, type RememberFileOptions, type RememberInput, type RememberOptions, type RememberResult, type SearchOptions } from "./types.js";
+import { type ApplyForgettingOptions, type ApplyRetentionOptions, type CountOptions, type ListOptions, type Page, type ConsolidateOptions, type ConsolidateReport, type DeleteDocumentOptions, type Document, type ExplainOptions, type Explanation, type Fact, type ForgetOptions, type ForgetReport, type ForgetScope, type Health, type Hit, type Hydrated, type LoadOptions, type LoadResult, type MemoryOp, type MemoryRequest, type MemoryResponse, type Profile, type ProfileOptions, type PutDocumentOptions, type PutResult, type RecallHit, type RecallOptions, type RememberFileOptions, type RememberInput, type RememberOptions, type RememberResult, type SearchOptions } from "./types.js";
 export interface MemoryOptions {
     /** The server's address, as `hms serve` prints it: `http://127.0.0.1:8080`. */
     url: string | URL;
@@ -51,6 +51,14 @@ export declare class Memory {
     load(document: string, text: string, options?: LoadOptions & RequestOptions): Promise<LoadResult>;
     /** The prompt-ready block of a namespace's current profile facts. */
     profile(namespace?: string, options?: ProfileOptions & RequestOptions): Promise<Profile>;
+    /** One page of facts, newest first; pass `page.nextCursor` back (same filters) for the next. */
+    list(options?: ListOptions & RequestOptions): Promise<Page>;
+    /** How many facts `list` returns over all its pages, with the same filters. */
+    count(options?: CountOptions & RequestOptions): Promise<number>;
+    /** Forget the facts past their retention (a dry run unless `dryRun: false`). */
+    applyRetention(options?: ApplyRetentionOptions & RequestOptions): Promise<ForgetReport>;
+    /** Set (ms) or remove (null) a namespace's default retention; the defaults after the change. */
+    setRetention(namespace: string, keepForMs: number | null, options?: RequestOptions): Promise<Record<string, number>>;
     /** Remember a reference to a file under the server's `fileBase` (422 when it has none). */
     rememberFile(uri: string, options?: RememberFileOptions & RequestOptions): Promise<RememberResult>;
     /** The bytes of a file-backed fact, checked against its sha256 (`provenance_error` if changed). */

@@ -101,6 +101,27 @@ export class Memory {
         const [fields, request] = split(options);
         return (await this.#op("profile", { ...fields, namespace }, request));
     }
+    /** One page of facts, newest first; pass `page.nextCursor` back (same filters) for the next. */
+    async list(options) {
+        const [fields, request] = split(options);
+        return (await this.#op("list", withTimes(fields, TIME_FIELDS.recall), request));
+    }
+    /** How many facts `list` returns over all its pages, with the same filters. */
+    async count(options) {
+        const [fields, request] = split(options);
+        const answer = (await this.#op("count", withTimes(fields, TIME_FIELDS.recall), request));
+        return answer.count;
+    }
+    /** Forget the facts past their retention (a dry run unless `dryRun: false`). */
+    async applyRetention(options) {
+        const [fields, request] = split(options);
+        return (await this.#op("applyRetention", fields, request));
+    }
+    /** Set (ms) or remove (null) a namespace's default retention; the defaults after the change. */
+    async setRetention(namespace, keepForMs, options) {
+        const answer = (await this.#op("setRetention", { namespace, keepForMs }, options));
+        return answer.retention;
+    }
     /** Remember a reference to a file under the server's `fileBase` (422 when it has none). */
     async rememberFile(uri, options) {
         const [fields, request] = split(options);

@@ -31,6 +31,8 @@ export type Document = Schemas["Document"];
 export type PutResult = Schemas["PutResult"];
 export type Hit = Schemas["Hit"];
 export type Health = Schemas["Health"];
+/** One page of `list`: the facts, newest first, and the cursor of the next page (null on the last). */
+export type Page = Schemas["Page"];
 /** A status of a fact at the evaluation time. */
 export type Status = RecallHit["status"];
 /** A kind of fact. */
@@ -45,7 +47,7 @@ type Input<T, K extends keyof T = never> = {
 };
 /** The time fields of each input, as the client converts them. */
 export declare const TIME_FIELDS: {
-    readonly remember: readonly ["eventTime", "validFrom", "validTo"];
+    readonly remember: readonly ["eventTime", "validFrom", "validTo", "retainUntil"];
     readonly recall: readonly ["asOf", "knownAt"];
     readonly scope: readonly ["ingestedBefore", "eventBefore"];
     readonly load: readonly ["observedAt"];
@@ -73,6 +75,12 @@ export type ForgetOptions = Omit<MemoryRequest<"forget">, "scope">;
 export type LoadOptions = Input<Omit<MemoryRequest<"load">, "document" | "text">, (typeof TIME_FIELDS.load)[number]>;
 /** The options of `profile`. */
 export type ProfileOptions = Omit<MemoryRequest<"profile">, "namespace">;
+/** The options of `list`: filters, `limit` (1-1000) and the `cursor` of the previous page. */
+export type ListOptions = Input<MemoryRequest<"list">, (typeof TIME_FIELDS.recall)[number]>;
+/** The options of `count`: the filters of `list`. */
+export type CountOptions = Input<MemoryRequest<"count">, (typeof TIME_FIELDS.recall)[number]>;
+/** The options of `applyRetention`. */
+export type ApplyRetentionOptions = MemoryRequest<"applyRetention">;
 /** The options of `applyForgetting`. */
 export type ApplyForgettingOptions = MemoryRequest<"applyForgetting">;
 /** The options of `consolidate`. */

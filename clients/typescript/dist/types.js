@@ -6,7 +6,7 @@
  */
 /** The time fields of each input, as the client converts them. */
 export const TIME_FIELDS = {
-    remember: ["eventTime", "validFrom", "validTo"],
+    remember: ["eventTime", "validFrom", "validTo", "retainUntil"],
     recall: ["asOf", "knownAt"],
     scope: ["ingestedBefore", "eventBefore"],
     load: ["observedAt"],

@@ -12,6 +12,10 @@ import { invalid } from "./errors.js";
 import { API, type Call, type RequestOptions, Transport, documentPath, items, withTimes } from "./http.js";
 import {
   type ApplyForgettingOptions,
+  type ApplyRetentionOptions,
+  type CountOptions,
+  type ListOptions,
+  type Page,
   type ConsolidateOptions,
   type ConsolidateReport,
   type DeleteDocumentOptions,
@@ -162,6 +166,31 @@ export class Memory {
   async profile(namespace = "default", options?: ProfileOptions & RequestOptions): Promise<Profile> {
     const [fields, request] = split(options);
     return (await this.#op("profile", { ...fields, namespace }, request)) as Profile;
+  }
+
+  /** One page of facts, newest first; pass `page.nextCursor` back (same filters) for the next. */
+  async list(options?: ListOptions & RequestOptions): Promise<Page> {
+    const [fields, request] = split(options);
+    return (await this.#op("list", withTimes(fields, TIME_FIELDS.recall), request)) as Page;
+  }
+
+  /** How many facts `list` returns over all its pages, with the same filters. */
+  async count(options?: CountOptions & RequestOptions): Promise<number> {
+    const [fields, request] = split(options);
+    const answer = (await this.#op("count", withTimes(fields, TIME_FIELDS.recall), request)) as { count: number };
+    return answer.count;
+  }
+
+  /** Forget the facts past their retention (a dry run unless `dryRun: false`). */
+  async applyRetention(options?: ApplyRetentionOptions & RequestOptions): Promise<ForgetReport> {
+    const [fields, request] = split(options);
+    return (await this.#op("applyRetention", fields, request)) as ForgetReport;
+  }
+
+  /** Set (ms) or remove (null) a namespace's default retention; the defaults after the change. */
+  async setRetention(namespace: string, keepForMs: number | null, options?: RequestOptions): Promise<Record<string, number>> {
+    const answer = (await this.#op("setRetention", { namespace, keepForMs }, options)) as { retention: Record<string, number> };
+    return answer.retention;
   }
 
   /** Remember a reference to a file under the server's `fileBase` (422 when it has none). */

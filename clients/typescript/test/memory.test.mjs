@@ -226,3 +226,23 @@ test("call: the JSON contract itself", async () => {
   assert.deepEqual([error.code, error.status], ["invalid_request", 422]);
   assert.match(error.message, /nonsense/);
 });
+
+test("list pages newest first with a cursor; count; retention", async () => {
+  const m = memory("browse");
+  for (let n = 0; n < 5; n++) await m.remember(`note ${n}`, { id: `n${n}`, namespace: "notes" });
+  const seen = [];
+  let page = await m.list({ namespace: "notes", limit: 2 });
+  for (;;) {
+    seen.push(...page.items.map((f) => f.id));
+    if (page.nextCursor === null) break;
+    page = await m.list({ namespace: "notes", limit: 2, cursor: page.nextCursor });
+  }
+  assert.deepEqual(seen, ["n4", "n3", "n2", "n1", "n0"]);
+  assert.equal(await m.count({ namespace: "notes" }), 5);
+  await m.remember("gone soon", { id: "brief", namespace: "notes", retainUntil: new Date(Date.now() - 1000) });
+  assert.equal(await m.count({ namespace: "notes" }), 5);
+  assert.equal(await m.count({ namespace: "notes", status: "expired-retention" }), 1);
+  assert.deepEqual((await m.applyRetention()).removed, ["brief"]);
+  assert.deepEqual(await m.setRetention("notes", 86400000), { notes: 86400000 });
+  await assert.rejects(m.list({ limit: 1001 }), (e) => e.code === "invalid_request");
+});

@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 95554b32f1a34920691ed81547c8a30c067b4dd187b8788aac1380ef741513e7)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 6c078d14f1aeb973146890d7bc874e4443fd6fc977b2caa54549e7263458fe9d)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -12,6 +12,23 @@ export interface paths {
         put?: never;
         /** Forget what the forgetting policy selects (dry run by default). */
         post: operations["memory.applyForgetting"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memory/applyRetention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Forget the facts past their retention (dry run by default). */
+        post: operations["memory.applyRetention"];
         delete?: never;
         options?: never;
         head?: never;
@@ -46,6 +63,23 @@ export interface paths {
         put?: never;
         /** Merge exact duplicates per the consolidation policy (dry run by default). */
         post: operations["memory.consolidate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memory/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** How many facts list returns over all its pages, with the same filters. */
+        post: operations["memory.count"];
         delete?: never;
         options?: never;
         head?: never;
@@ -131,6 +165,23 @@ export interface paths {
         put?: never;
         /** The bytes of a file-backed fact, sha256 checked (base64; 409 provenance_error). */
         post: operations["memory.hydrate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memory/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** One page of facts, newest first, with the cursor of the next page (null on the last); a listing never skips or repeats a fact, whatever is written meanwhile. */
+        post: operations["memory.list"];
         delete?: never;
         options?: never;
         head?: never;
@@ -239,6 +290,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memory/setRetention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set (keepForMs) or remove (null) the default retention of a namespace; the defaults after the change. */
+        post: operations["memory.setRetention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One page of facts, newest first, with the cursor of the next page (null on the last); a listing never skips or repeats a fact, whatever is written meanwhile. */
+        get: operations["memories.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One page of facts, newest first, with the cursor of the next page (null on the last); a listing never skips or repeats a fact, whatever is written meanwhile. */
+        get: operations["memories.listV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/documents/search": {
         parameters: {
             query?: never;
@@ -338,6 +440,7 @@ export interface components {
             sources?: string[];
             actor?: string | null;
             importance?: number | null;
+            retainUntil?: number | null;
         };
         RememberResult: {
             id: string;
@@ -373,6 +476,11 @@ export interface components {
             actor: string | null;
             importance: number | null;
             file: components["schemas"]["FileRef"] | null;
+            retainUntil: number | null;
+        };
+        Page: {
+            items: components["schemas"]["Fact"][];
+            nextCursor: string | null;
         };
         Explanation: {
             id: string;
@@ -386,7 +494,7 @@ export interface components {
             recencyMultiplier: number;
             historicalMultiplier: number;
             /** @enum {string} */
-            status: "current" | "superseded" | "expired" | "not-yet-valid";
+            status: "current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention";
             evaluatedAt: number;
             validFrom: number | null;
             validTo: number | null;
@@ -400,7 +508,7 @@ export interface components {
             fact: components["schemas"]["Fact"];
             score: number;
             /** @enum {string} */
-            status: "current" | "superseded" | "expired" | "not-yet-valid";
+            status: "current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention";
             explanation: components["schemas"]["Explanation"] | null;
         };
         ForgetReport: {
@@ -489,6 +597,153 @@ export interface operations {
             content: {
                 "application/json": {
                     dryRun?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetReport"];
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memory.applyRetention": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    dryRun?: boolean;
+                    purge?: boolean;
                 };
             };
         };
@@ -798,6 +1053,162 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConsolidateReport"];
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memory.count": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    namespace?: string | null;
+                    subject?: string | null;
+                    entity?: string | null;
+                    kind?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
+                    /** @description default 'current'; 'all' for every status */
+                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention")[] | null;
+                    metadata?: Record<string, unknown> | null;
+                    asOf?: number | null;
+                    knownAt?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        count: number;
+                    };
                 };
             };
             /** @description bad JSON, or an invalid X-HMS-Tenant header */
@@ -1687,6 +2098,162 @@ export interface operations {
             };
         };
     };
+    "memory.list": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    namespace?: string | null;
+                    subject?: string | null;
+                    entity?: string | null;
+                    kind?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
+                    /** @description default 'current'; 'all' for every status */
+                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention")[] | null;
+                    metadata?: Record<string, unknown> | null;
+                    asOf?: number | null;
+                    knownAt?: number | null;
+                    limit?: number;
+                    cursor?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "memory.load": {
         parameters: {
             query?: never;
@@ -2322,6 +2889,7 @@ export interface operations {
                     sources?: string[];
                     actor?: string | null;
                     importance?: number | null;
+                    retainUntil?: number | null;
                 };
             };
         };
@@ -2481,6 +3049,459 @@ export interface operations {
                     "application/json": {
                         items: components["schemas"]["RememberResult"][];
                     };
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memory.setRetention": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    namespace: string;
+                    keepForMs: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        retention: {
+                            [key: string]: number;
+                        };
+                    };
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memories.list": {
+        parameters: {
+            query?: {
+                namespace?: string;
+                subject?: string;
+                entity?: string;
+                kind?: ("fact" | "profile" | "procedure" | "episode")[];
+                /** @description default current; 'all' for every status */
+                status?: (("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all")[];
+                asOf?: number;
+                knownAt?: number;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            /** @description bad JSON, or an invalid X-HMS-Tenant header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, malformed or unknown API key (with --api-keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unknown id, or unknown operation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict with what the store holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is larger than --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a POST or PUT body not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer to (invalid_host) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid request: a field is missing, unknown, or out of its limits */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error (fixed message; details in the server log) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the tenant's store is unavailable, or the server is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memories.listV1": {
+        parameters: {
+            query?: {
+                namespace?: string;
+                subject?: string;
+                entity?: string;
+                kind?: ("fact" | "profile" | "procedure" | "episode")[];
+                /** @description default current; 'all' for every status */
+                status?: (("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all")[];
+                asOf?: number;
+                knownAt?: number;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: {
+                /** @description the tenant (its own store); default 'default' */
+                "X-HMS-Tenant"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
                 };
             };
             /** @description bad JSON, or an invalid X-HMS-Tenant header */
