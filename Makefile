@@ -48,9 +48,9 @@ client-types: $(STAMP_TEST)
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && \
 	  HMS_PYTHON="$(abspath $(PY))" npm run generate
 
-# Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 45-80
+# Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 55-95
 # minutes on 2 cores, up to half of it bench/lexical.py, most of that its 1M-document size).
-BENCHES := ingest search lexical overhead purge memory_overhead load server quality hybrid_cost temporal portability scale
+BENCHES := ingest search lexical overhead purge memory_overhead load server quality hybrid_cost temporal portability scale replication
 
 bench: $(STAMP_BENCH)
 	@failed=""; for b in $(BENCHES); do echo "== bench/$$b.py"; \

@@ -31,6 +31,7 @@ import attrs
 import trio
 
 from . import cli_files, cli_memory
+from .clock import to_ms
 from .engine import CheckReport, check_store
 from .errors import Conflict, HmsError, InvalidRequest, NotFound, WrongKey
 from .facade import Engine
@@ -75,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p = sub.add_parser("delete", parents=[common], help="delete a document")
     p.add_argument("id")
-    sub.add_parser("stats", parents=[common], help="store statistics")
+    p = sub.add_parser("stats", parents=[common], help="store statistics")
+    p.add_argument("--replicate-to", metavar="s3://BUCKET/PREFIX",
+                   help="open the store replicating to this bucket: the replication fields then "
+                        "say how much is not yet shipped (it is shipped before the command ends)")
     p = sub.add_parser("check", parents=[common],
                        help="verify every checksum of a closed store; prove strings are absent")
     p.add_argument("--absent", action="append", default=[], metavar="TEXT",
@@ -167,7 +171,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _run_open(args: argparse.Namespace, store: str, progress: _IndexProgress) -> int:
-    async with Engine.open(store, key=_key(args), progress=progress) as engine:
+    async with Engine.open(store, key=_key(args), progress=progress,
+                           replicate_to=getattr(args, "replicate_to", None)) as engine:
         if args.command in cli_memory.MEMORY_COMMANDS:
             await cli_memory.run(engine, args)
         elif args.command in cli_files.FILE_COMMANDS:
@@ -195,6 +200,22 @@ async def _run_open(args: argparse.Namespace, store: str, progress: _IndexProgre
         elif args.command == "stats":
             stats = attrs.asdict(engine.statistics())
             _emit(args, stats, lambda: "\n".join(f"{k:16} {v}" for k, v in stats.items()))
+    return EXIT_OK
+
+
+async def _restore_replica(args: argparse.Namespace) -> int:
+    """``hms restore --from s3://...``: rebuild --store from a bucket (no store is opened first)."""
+    from .engine import restore_from_bucket
+
+    if args.path is not None:
+        raise InvalidRequest("restore: give either a snapshot PATH or --from, not both")
+    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    when = cli_memory.parse_time(args.known_at, "known_at")
+    known_at = None if when is None else to_ms(when, field="known_at")
+    reports = await restore_from_bucket(args.source, store, known_at=known_at, key=_key(args),
+                                        max_bytes=args.max_bytes)
+    _emit(args, [attrs.asdict(r) for r in reports],
+          lambda: "\n".join(cli_files.restore_lines(reports)))
     return EXIT_OK
 
 
@@ -288,7 +309,15 @@ def main(argv: list[str] | None = None) -> int:
             return _missing_extra(exc)
         store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
         return mcp_run(store, args.memory_config)
-    runner: Callable[[], Coroutine[Any, Any, int]] = lambda: _run(args)  # noqa: E731
+    if args.command == "restore" and args.source is not None:
+        runner: Callable[[], Coroutine[Any, Any, int]] = lambda: _restore_replica(args)  # noqa: E731
+    elif args.command == "restore" and args.known_at is not None:
+        return _report(args, InvalidRequest("--known-at needs --from (a bucket to restore from)"))
+    elif args.command == "restore" and args.path is None:
+        return _report(args, InvalidRequest("restore: give a snapshot PATH or --from s3://...",
+                                            hint="hms restore --from s3://bucket/prefix --store DIR"))
+    else:
+        runner = lambda: _run(args)  # noqa: E731
     try:
         return trio.run(runner)
     except HmsError as exc:

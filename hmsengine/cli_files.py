@@ -56,15 +56,21 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="also carry the bytes of file-backed ranges under 8 KiB")
 
     p = sub.add_parser("restore", parents=[common],
-                       help="verify a snapshot (ours or HotMem's v2) and restore it")
-    p.add_argument("path")
+                       help="verify a snapshot (ours or HotMem's v2) and restore it into --store; "
+                            "or, with --from, rebuild --store from a replica in a bucket")
+    p.add_argument("path", nargs="?", help="a snapshot directory (without --from)")
+    p.add_argument("--from", dest="source", metavar="s3://BUCKET/PREFIX[/TENANT]",
+                   help="a replicated store (or the tenants of `hms serve --replicate-to`); "
+                        "--store must be new or empty")
+    p.add_argument("--known-at", metavar="TIME",
+                   help="with --from: the state as committed by then (ISO 8601 or ms)")
     _max_bytes(p)
 
 
 def _max_bytes(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes", type=int, metavar="BYTES", default=None,
                         help="read at most this much of the input (default 1 GiB; gzip counted "
-                             "decompressed)")
+                             "decompressed; with --from: per store, default no limit)")
 
 
 def inspect(args: argparse.Namespace) -> dict[str, Any]:
@@ -181,4 +187,21 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
             out.print(f"snapshot {ident} ({args.format}) written to {args.path}")
 
 
-__all__ = ["FILE_COMMANDS", "add_parsers", "inspect", "inspect_lines", "run"]
+def restore_lines(reports: list[Any]) -> list[str]:
+    """The human summary of ``hms restore --from``: one line per restored store."""
+    lines = []
+    for r in reports:
+        name = f"tenant {r.tenant}: " if r.tenant else ""
+        when = f", as known at {r.known_at} ms" if r.known_at is not None else ""
+        lines.append(f"{name}restored {r.documents} document(s), revision {r.revision}{when}, "
+                     f"from {r.source} ({r.generation}, {r.objects} object(s), {r.bytes} bytes) "
+                     f"into {r.store} in {r.seconds:.1f} s")
+        if r.index_files:
+            lines.append(f"{name}with its persisted index ({r.index_files} file(s)): the first "
+                         "open adopts it")
+        elif r.index_note:
+            lines.append(f"{name}the first open indexes it: {r.index_note}")
+    return lines
+
+
+__all__ = ["FILE_COMMANDS", "add_parsers", "inspect", "inspect_lines", "restore_lines", "run"]

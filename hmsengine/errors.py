@@ -141,6 +141,14 @@ class Forbidden(HmsError, PermissionError):
     default_hint = "use a key issued for the tenant named in X-HMS-Tenant"
 
 
+class ReplicaUnavailable(HmsError):
+    """The object store a store replicates to could not be reached or refused the request."""
+
+    code = "replica_unavailable"
+    default_hint = ("check AWS_ENDPOINT_URL, the credentials (AWS_ACCESS_KEY_ID, "
+                    "AWS_SECRET_ACCESS_KEY, AWS_REGION), the bucket and the network")
+
+
 class EngineClosed(HmsError):
     """The engine was used after its ``async with`` block ended."""
 

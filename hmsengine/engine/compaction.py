@@ -19,12 +19,17 @@ worker thread while readers keep reading the old generation:
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import attrs
+import numpy as np
 import trio
 
 from ..errors import HmsError, map_errors
 from ..storage import manifest
+from ..storage.codec import Codec
+from ..storage.directory import Directory
 from ..storage.generations import (
     generation_bytes,
     next_generation,
@@ -63,18 +68,43 @@ class NewGeneration:
     bytes_written: int
 
 
+class BaseDocument(NamedTuple):
+    """One live document as a new generation's base carries it."""
+
+    id: str
+    text: bytes  # UTF-8
+    metadata_json: str | None
+    embedding: np.ndarray | None
+    key: int  # its version key, kept across generations (the index's document number)
+
+
 def write_generation(core: StoreCore, name: str) -> NewGeneration:
     """Write and fsync a complete new generation holding the table's live documents."""
-    directory = core.directory
+    entries = sorted(core.table.entries.items(), key=lambda item: item[1].key)
+    documents = (BaseDocument(doc_id, core.text.read(e.offset, e.length, e.crc), e.metadata_json,
+                              e.embedding, e.key) for doc_id, e in entries)
+    commit_ms = core.clock() if core.clock is not None else None
+    return write_base_generation(core.directory, name, core.codec, documents,
+                                 revision=core.table.revision, embedding_dim=core.table.embedding_dim,
+                                 commit_ms=commit_ms)
+
+
+def write_base_generation(directory: Directory, name: str, codec: Codec,
+                          documents: Iterable[BaseDocument], *, revision: int,
+                          embedding_dim: int | None, commit_ms: int | None,
+                          origin: str | None = None, compress_small: bool = True) -> NewGeneration:
+    """Write and fsync generation ``name``: ``documents`` (in version-key order) as text records
+    and base frames at ``revision``, then a checkpoint. Compaction writes its new generation
+    with it; a restore from a bucket (engine/replica_restore.py) its rebuilt one, with
+    ``origin``, and texts under 1 KiB in raw blocks as the write path stores them
+    (``compress_small=False``: a million zstd calls were a fifth of a restore's CPU)."""
     with map_errors("compacting", file=directory.describe(name)):
         directory.makedirs(name)
-        journal, text = open_generation_files(directory, name, core.codec)
+        journal, text = open_generation_files(directory, name, codec)
         try:
             journal.truncate(0)
             text.handle.truncate(0)
             label = f"{name}/{manifest.JOURNAL_FILE}".encode()
-            revision = core.table.revision
-            entries = sorted(core.table.entries.items(), key=lambda item: item[1].key)
             locations: dict[str, tuple[int, int, int]] = {}
             buffer: list[bytes] = []
             buffered = 0
@@ -92,26 +122,26 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
                 nonlocal puts, written
                 if not puts and not (last and not written):
                     return
-                payload = encode_transaction(list(puts), embedding_dim=core.table.embedding_dim)
-                journal.append(encode_frame(core.codec, kind=KIND_BASE, sequence=revision,
+                payload = encode_transaction(list(puts), embedding_dim=embedding_dim,
+                                             commit_ms=commit_ms, origin=origin)
+                journal.append(encode_frame(codec, kind=KIND_BASE, sequence=revision,
                                             payload=payload, version=FORMAT_VERSION,
                                             file_label=label, offset=journal.size(),
                                             compress_small=True))
                 written += 1
                 puts = []
 
-            for doc_id, entry in entries:
-                raw = core.text.read(entry.offset, entry.length, entry.crc)
+            for doc in documents:
                 # Compressed whatever its size: the new generation is written for the long
                 # term, and compaction is not on any caller's write path (codec.py).
-                record = text.encode_at(raw, offset, compress_small=True)
+                record = text.encode_at(doc.text, offset, compress_small=compress_small)
                 buffer.append(record)
                 buffered += len(record)
-                locations[doc_id] = (offset, len(record), record_crc(record))
-                puts.append(StoredPut(id=doc_id, text=raw.decode("utf-8"),
-                                      metadata_json=entry.metadata_json, embedding=entry.embedding,
+                locations[doc.id] = (offset, len(record), record_crc(record))
+                puts.append(StoredPut(id=doc.id, text=doc.text.decode("utf-8"),
+                                      metadata_json=doc.metadata_json, embedding=doc.embedding,
                                       offset=offset, length=len(record), crc=record_crc(record),
-                                      key=entry.key))
+                                      key=doc.key))
                 offset += len(record)
                 if buffered >= TEXT_BUFFER_BYTES:
                     flush_text()
@@ -120,7 +150,7 @@ def write_generation(core: StoreCore, name: str) -> NewGeneration:
             flush_text()
             flush_frame(last=True)
             cp = Checkpoint(text_synced=offset, zeroed_through=revision)
-            journal.append(encode_frame(core.codec, kind=KIND_CHECKPOINT, sequence=revision,
+            journal.append(encode_frame(codec, kind=KIND_CHECKPOINT, sequence=revision,
                                         payload=encode_checkpoint(cp), version=FORMAT_VERSION,
                                         file_label=label, offset=journal.size()))
             text.sync()

@@ -1,41 +1,34 @@
-"""``DocumentEngine``: the document engine, its nursery of actors, and the document methods.
+"""``DocumentEngine``: the document engine and its document methods.
 
-Nursery layout (started in this order, stopped in reverse)::
-
-    Engine.open(...)                     recovery runs in a worker thread before anything starts
-      nursery
-        writer actor                     sole owner of the journal and the text segment
-        (index-builder actors)           derive search segments from committed batches (issue 3)
-      reader tasks                       the callers' own tasks: lock-free lookups, inline reads
-
-Leaving the ``async with`` block closes the writer's mailbox; the writer answers every request
-already queued, then exits; the store checkpoints unsynced text, closes its files and releases
-the lock. No ``ExceptionGroup`` escapes: see ``actor.raise_single`` for the policy.
+``DocumentEngine.open`` checks its arguments and hands over to engine/lifecycle.py, which recovers the
+store, starts the writer and index-builder actors (and the replication shipper), and closes
+them in order. The methods here read lock-free from the table and the index snapshot, and
+send writes to the writer actor.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Self, TypeVar
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Self
 
 import trio
 
 from ..clock import checked_clock
-from ..errors import EngineClosed, HmsError, InvalidRequest, map_errors
-from ..index.analyzer import get_analyzer
-from ..kernels.warmup import warm_up
-from ..storage.directory import Directory, FsDirectory, MemoryDirectory
+from ..errors import EngineClosed, HmsError, InvalidRequest
+from ..replication.options import Replication, replication_options
+from ..storage.directory import Directory, FsDirectory
 from ..storage.keys import check_key_argument
 from ..storage.manifest import READER_VERSION, updated_settings
 from . import readers
-from .actor import Background, ReplySlot, raise_single
+from .actor import ReplySlot
 from .check import check_open
 from .compaction import CompactReport
 from .indexer import Indexer
-from .opening import open_store
+from .lifecycle import as_directory, lifecycle
+from .replica import Replica
 from .scrub import CheckReport
 from .store import StoreCore
 from .values import (
@@ -63,18 +56,7 @@ from .writer import CompactRequest, SyncRequest, WriterActor, WriteRequest
 # larger ones go to a worker thread so a reader never stalls the loop (PERF-NOTES: a hop costs
 # ~0.3 ms, about what decompressing 1 MiB costs).
 INLINE_READ_BYTES = 256 * 1024
-MAILBOX_SIZE = 4096
 ANALYZERS = ("standard", "simple")
-
-
-def _as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
-    if path is None:
-        return MemoryDirectory()
-    if isinstance(path, (str, os.PathLike)):
-        return FsDirectory(path)
-    if hasattr(path, "open_file") and hasattr(path, "atomic_write"):
-        return path  # a Directory implementation (tests, shims)
-    raise InvalidRequest(f"path: expected a directory path or None, got {type(path).__name__}")
 
 
 class DocumentEngine:
@@ -88,8 +70,10 @@ class DocumentEngine:
 
     def __init__(self, core: StoreCore,
                  send: trio.MemorySendChannel[WriteRequest | CompactRequest | SyncRequest],
-                 writer: WriterActor, indexer: Indexer, clock: Callable[[], int]) -> None:
+                 writer: WriterActor, indexer: Indexer, clock: Callable[[], int],
+                 replica: Replica | None = None) -> None:
         self._core = core
+        self._replica = replica
         self._indexer = indexer
         self._send = send
         self._writer = writer
@@ -105,8 +89,14 @@ class DocumentEngine:
         key: str | bytes | None = None, clock: Callable[[], int] | None = None, dim: int = 4096,
         embedding_dim: int | None = None, analyzer: str = "standard",
         progress: Callable[[int, int], Any] | None = None,
+        replicate_to: str | Replication | None = None,
     ) -> AbstractAsyncContextManager[Self]:
         """Open (creating if missing) the store at ``path``; ``None`` is a purely in-memory store.
+
+        ``replicate_to="s3://bucket/prefix"`` (or a ``replication.Replication``) ships every
+        commit there within a bounded lag (docs/replication.md): the open takes the store's
+        lease (``StoreLocked`` while another node holds it) and refuses a copy the bucket is
+        ahead of (``Conflict``). Endpoint and credentials: the ``AWS_*`` variables.
 
         Raises ``StoreLocked`` if the store is already open, ``CorruptStore`` for damage before
         the journal's tail (a torn tail is truncated), ``IncompatibleStore`` for a store written by
@@ -125,8 +115,13 @@ class DocumentEngine:
             or not 1 <= embedding_dim <= 65536
         ):
             raise InvalidRequest(f"embedding_dim: expected None or 1..65536, got {embedding_dim!r}")
-        return _lifecycle(cls, _as_directory(path), checked_clock(clock), dim=dim,
-                          embedding_dim=embedding_dim, analyzer=analyzer, key=key, progress=progress)
+        replication = replication_options(replicate_to)
+        if replication is not None and path is None:
+            raise InvalidRequest("replicate_to: an in-memory store (path=None) cannot be replicated",
+                                 hint="give Engine.open a directory")
+        return lifecycle(cls, as_directory(path), checked_clock(clock), dim=dim,
+                         embedding_dim=embedding_dim, analyzer=analyzer, key=key, progress=progress,
+                         replication=replication)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -447,6 +442,8 @@ class DocumentEngine:
         async with self._settings_lock:
             settings = updated_settings(self.settings, section, check.get(section))
             await trio.to_thread.run_sync(self._core.write_settings, settings, min_reader_version)
+            if self._replica is not None:
+                self._replica.on_settings()
 
     @property
     def min_reader_version(self) -> int:
@@ -477,6 +474,7 @@ class DocumentEngine:
             tombstones=len(self._core.table.tombstones),
             table_snapshot_documents=self._core.snapshot_documents,
             purge_pending=self._core.purge_pending,
+            **(self._replica.statistics() if self._replica is not None else {}),
         )
 
     def find_ids(self, *, metadata: dict[str, Any]) -> set[str]:
@@ -531,61 +529,3 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
         metadata=None if entry.metadata_json is None else json.loads(entry.metadata_json),
         embedding=None if entry.embedding is None else tuple(entry.embedding.tolist()),
     )
-
-
-_E = TypeVar("_E", bound=DocumentEngine)
-
-
-@asynccontextmanager
-async def _lifecycle(cls: type[_E], directory: Directory, clock: Callable[[], int], *, dim: int,
-                     embedding_dim: int | None, analyzer: str,
-                     key: str | bytes | None,
-                     progress: Callable[[int, int], Any] | None = None) -> AsyncIterator[_E]:
-    now = clock()
-    # Compile (or load from numba's cache) every kernel before the first query needs it, in a
-    # thread of its own while the store is recovered: much of both runs without the GIL.
-    warming = Background(warm_up, "hmsengine-warm-up")
-    try:
-        core = await trio.to_thread.run_sync(
-            lambda: open_store(directory, analyzer=analyzer, dim=dim,
-                              embedding_dim=embedding_dim, now_ms=now, key=key)
-        )
-    finally:
-        await trio.to_thread.run_sync(warming.join)
-    recorded = core.format.embedding_dim or core.table.embedding_dim
-    if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
-        await trio.to_thread.run_sync(core.close)
-        raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
-    if core.table.embedding_dim is None:
-        core.table.embedding_dim = recorded
-    send, receive = trio.open_memory_channel[WriteRequest | CompactRequest | SyncRequest](MAILBOX_SIZE)
-    indexer = Indexer(core, get_analyzer(core.format.analyzer),
-                      persistent=not isinstance(directory, MemoryDirectory))
-    writer = WriterActor(core, send, receive, indexer)
-    engine = cls(core, send, writer, indexer, clock)
-    try:
-        warming.result()
-        await indexer.rebuild(progress)
-        try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(writer.run)
-                await nursery.start(indexer.run)
-                try:
-                    yield engine
-                finally:
-                    # Finish in-flight writes even if the body is being cancelled.
-                    with trio.CancelScope(shield=True):
-                        engine._closed = True
-                        await send.aclose()
-                        indexer.stop()
-        except BaseExceptionGroup as group:
-            raise_single(group)
-    finally:
-        with trio.CancelScope(shield=True):
-            try:
-                # The index is derived: persisting it is best effort (a failure is counted).
-                await indexer.persist_now()
-            finally:
-                # Whatever happened above, the files are closed and the lock released.
-                with map_errors("closing the store"):
-                    await trio.to_thread.run_sync(core.close)

@@ -81,6 +81,12 @@ class Indexer:
         # Serializes index file I/O with compaction (which moves the index to a new generation).
         self.io_lock = trio.Lock()
         self.rebuilt_documents = 0
+        # Told (generation, files, journal end) each time the persisted index changes (replication).
+        self.on_persisted: Callable[[str, list[str], int], None] | None = None
+
+    def persisted_files(self) -> list[str]:
+        """The index files of the live generation that hold documents of the current index."""
+        return sorted(set(self._persisted.values()))
 
     # -- per commit (event loop, before the writer replies) --------------------------------
 
@@ -385,8 +391,10 @@ class Indexer:
         self._persisted = getattr(self, "_pending_files", {})
         self._file_counter = len(self._persisted)
         self._pending_files = {}
+        if self.on_persisted is not None:  # no commit since the compaction: its base holds all
+            self.on_persisted(self._core.generation, self.persisted_files(), self._core.journal.size())
 
-    def _persist(self, views: list[SegmentView]) -> None:
+    def _persist(self, views: list[SegmentView]) -> list[str]:
         """Write the segments not yet on disk (their live documents, ``_file_segment``), then
         the manifest, then drop unlisted files."""
         core = self._core
@@ -414,6 +422,7 @@ class Indexer:
                 core.directory.remove(f"{folder}/{name}")
         live = {view.segment for view in views}
         self._persisted = {seg: f for seg, f in self._persisted.items() if seg in live}
+        return files
 
     def _unpersisted_documents(self) -> int:
         return sum(v.n_live for v in self.snapshot.segments if v.segment not in self._persisted)
@@ -434,9 +443,13 @@ class Indexer:
             views = list(self.snapshot.segments)
             try:
                 with map_errors("persisting the index"):
-                    await trio.to_thread.run_sync(self._persist, views)
+                    files = await trio.to_thread.run_sync(self._persist, views)
             except HmsError:
                 self.persist_failures += 1
+                return
+            if self.on_persisted is not None:
+                # Measured after: every document of ``views`` was committed before it.
+                self.on_persisted(self._core.generation, files, self._core.journal.size())
 
     def _build_chunk(self, chunk: list[tuple[str, DocEntry]], embedding_dim: int | None) -> Segment:
         core = self._core

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
 
-from ..errors import DurabilityError, InvalidRequest, map_errors
+from ..errors import DurabilityError, HmsError, InvalidRequest, StoreLocked, map_errors
 from ..storage import manifest, tablesnap
 from ..storage.codec import Codec
 from ..storage.directory import Directory, FileHandle, MemoryDirectory
@@ -94,6 +94,9 @@ class StoreCore:
         # A tombstone was written since this generation began (so its journal may still hold
         # what the tombstone replaced): set by the writer and at open, cleared by a compaction.
         self.purge_pending = False
+        # Stamps each transaction's commit time ("ts", engine/txn.py) for point-in-time
+        # restores; the engine sets it to its clock (None: frames carry no time).
+        self.clock: Callable[[], int | None] | None = None
 
     @classmethod
     def open_generation(cls, directory: Directory, fmt: StoreFormat, generation: str,
@@ -122,12 +125,19 @@ class StoreCore:
 
     # -- writing (worker thread) -----------------------------------------------------------
 
+    def refusal(self) -> HmsError:
+        """The error every write gets once ``broken`` is set: a ``DurabilityError``, or the
+        ``StoreLocked`` that fenced the store (its replication lease went to another node)."""
+        if isinstance(self.broken, StoreLocked):
+            return self.broken
+        return DurabilityError(
+            "the store refuses writes after an earlier write or fsync failed",
+            hint="reopen the store; writes acknowledged before the failure are intact",
+        )
+
     def _check_writable(self) -> None:
         if self.broken is not None:
-            raise DurabilityError(
-                "the store refuses writes after an earlier write or fsync failed",
-                hint="reopen the store; writes acknowledged before the failure are intact",
-            ) from self.broken
+            raise self.refusal() from self.broken
 
     def write_settings(self, settings: dict[str, Any], min_reader_version: int = 1) -> None:
         """Replace the store's settings (``format.json``'s ``settings``, every section) with an
@@ -162,6 +172,7 @@ class StoreCore:
         codec, label = self.codec, self.journal_label
         text_end = text.handle.size()
         journal_end = self.journal.size()
+        commit_ms = self.clock() if self.clock is not None else None
         records: list[bytes] = []
         frames: list[bytes] = []
         stored_batch: list[list[StoredOp]] = []
@@ -182,7 +193,8 @@ class StoreCore:
                     stored.append(StoredDelete(id=op.id))
             writes += len(stored)
             frame = encode_frame(codec, kind=KIND_TRANSACTION, sequence=txn.sequence,
-                                 payload=encode_transaction(stored, embedding_dim=txn.fixes_embedding_dim),
+                                 payload=encode_transaction(stored, embedding_dim=txn.fixes_embedding_dim,
+                                                            commit_ms=commit_ms),
                                  version=FORMAT_VERSION, file_label=label, offset=journal_end)
             frames.append(frame)
             journal_end += len(frame)

@@ -7,7 +7,9 @@ A transaction payload (before the codec compresses it)::
          "off": OFFSET, "len": LENGTH, "crc": CRC},            # put: stored text record
         {"o": "d", "id": ID},                                  # delete
      ],
-     "dim": N?}                                                # embedding dimension fixed here
+     "dim": N?,                                               # embedding dimension fixed here
+     "ts": MS?,                                               # commit time (engine clock)
+     "origin": "restore"?}                                    # base frames written by a restore
 
 A base frame (kind 3, written by compaction) has the same form with puts only, each carrying
 ``"k"``: the document's version key (revision x 16384 + position), kept across compactions.
@@ -37,6 +39,10 @@ import numpy as np
 
 from ..errors import CorruptStore
 
+# Compact JSON of a decoded metadata object, as json.dumps(..., ensure_ascii=False,
+# separators=(",", ":")) writes it; one encoder for every call (json.dumps with arguments builds
+# a new one each time: a third of the cost of replaying a put's metadata at open or restore).
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # A JSON string literal exactly as json.dumps(..., ensure_ascii=False) writes it (C-accelerated).
 _string = json.encoder.encode_basestring
 
@@ -81,7 +87,8 @@ def decode_embedding(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
-def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None) -> bytes:
+def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None,
+                       commit_ms: int | None = None, origin: str | None = None) -> bytes:
     """The compact JSON payload of a transaction (or base) frame.
 
     Assembled piece by piece rather than through a dict and ``json.dumps``: the metadata is
@@ -106,11 +113,32 @@ def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None) -> byt
     body = '{"ops":[' + ",".join(out) + "]"
     if embedding_dim is not None:
         body += f',"dim":{int(embedding_dim)}'
+    if commit_ms is not None:
+        body += f',"ts":{int(commit_ms)}'
+    if origin is not None:
+        body += f',"origin":{_string(origin)}'
     return (body + "}").encode("utf-8")
+
+
+class DecodedTransaction(NamedTuple):
+    """A transaction (or base) payload: its operations, the embedding dimension it fixes, when
+    it was committed (ms, the engine's clock; None in frames of builds before it was written)
+    and, for a base frame, what wrote it (``"restore"``, or None for a compaction)."""
+
+    ops: list[StoredOp]
+    dim: int | None
+    ts: int | None
+    origin: str | None
 
 
 def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list[StoredOp], int | None]:
     """Decode a transaction payload; a malformed one is :class:`CorruptStore` (it passed its crc)."""
+    decoded = decode_transaction_full(payload, where=where, offset=offset)
+    return decoded.ops, decoded.dim
+
+
+def decode_transaction_full(payload: bytes, *, where: str, offset: int) -> DecodedTransaction:
+    """:func:`decode_transaction` with the commit time and origin as well."""
     try:
         body = json.loads(payload)
         ops: list[StoredOp] = []
@@ -119,8 +147,7 @@ def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list
                 meta = item.get("m")
                 ops.append(StoredPut(
                     id=item["id"], text=item["t"],
-                    metadata_json=None if meta is None else json.dumps(
-                        meta, ensure_ascii=False, separators=(",", ":")),
+                    metadata_json=None if meta is None else _compact(meta),
                     embedding=decode_embedding(item["e"]) if "e" in item else None,
                     offset=int(item["off"]), length=int(item["len"]), crc=int(item["crc"]),
                     key=int(item["k"]) if "k" in item else None,
@@ -129,8 +156,10 @@ def decode_transaction(payload: bytes, *, where: str, offset: int) -> tuple[list
                 ops.append(StoredDelete(id=item["id"]))
             else:
                 raise ValueError(f"unknown operation {item['o']!r}")
-        dim = body.get("dim")
-        return ops, (int(dim) if dim is not None else None)
+        dim, ts, origin = body.get("dim"), body.get("ts"), body.get("origin")
+        return DecodedTransaction(ops, int(dim) if dim is not None else None,
+                                  int(ts) if ts is not None else None,
+                                  str(origin) if origin is not None else None)
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptStore(f"undecodable transaction payload ({exc})", file=where, offset=offset) from exc
 

@@ -129,6 +129,18 @@ class EngineStatistics:
     # Tombstones written since the live generation began: the journal (and the text segment
     # until its next sync) may still hold what they replaced, until a compact(purge=True).
     purge_pending: bool = False
+    # Replication (docs/replication.md); the target is None when the store is not replicated.
+    replication_target: str | None = None
+    replication_state: str | None = None  # "ok", "retrying", "fenced" (lease lost) or "failed"
+    replication_lag_ms: int = 0  # age of the oldest durable transaction not yet in the bucket
+    replication_lag_p99_ms: int = 0  # over the last 4096 shipped batches
+    replication_pending_bytes: int = 0  # journal bytes durable here, not yet in the bucket
+    replication_shipped_bytes: int = 0
+    replication_objects: int = 0
+    replication_errors: int = 0  # failed uploads in a row (0 once it caught up)
+    replication_last_error: str | None = None
+    replication_index_files: int = 0  # persisted index files uploaded since the open
+    replication_index_pending: bool = False  # a persisted index not yet in the bucket
 
 
 @attrs.frozen(kw_only=True)

@@ -102,6 +102,10 @@ class WriterActor:
         self._receive = receive
         self._indexer = indexer
         self.listeners: list[Callable[[int, list[Change]], None]] = []
+        # Called (on the event loop) after each durable batch, and after each compaction with
+        # its purge flag, while the journal ends exactly where that commit left it: replication
+        # ships up to there (engine/replica.py). Must be quick and must not raise.
+        self.on_durable: Callable[[bool], None] | None = None
         self._unsynced_bytes = 0
         self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
         self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
@@ -307,7 +311,7 @@ class WriterActor:
     async def _commit_batch(self, batch: list[WriteRequest]) -> None:
         core = self._core
         if core.broken is not None:
-            refused = DurabilityError("the store refuses writes after an earlier write or fsync failed")
+            refused = core.refusal()
             for request in batch:
                 request.slot.set_error(refused)
             return
@@ -334,6 +338,8 @@ class WriterActor:
             applied = self._apply(planned, stored)
             self._indexer.install(core.table.revision,
                                   [(txn.sequence, ops) for txn, ops in zip(planned, stored, strict=True)])
+            if self.on_durable is not None:
+                self.on_durable(False)
             listeners = list(self.listeners) if self.listeners else ()
             changes = [Change(id=op.id, deleted=not isinstance(op, StoredPut),
                               metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
@@ -385,7 +391,7 @@ class WriterActor:
         core = self._core
         try:
             if core.broken is not None:
-                raise DurabilityError("the store refuses writes after an earlier write or fsync failed")
+                raise core.refusal()
             report = await compaction.compact(core, self._indexer, purge=request.purge)
         except BaseException as exc:
             request.slot.set_error(exc if isinstance(exc, HmsError)
@@ -393,6 +399,8 @@ class WriterActor:
             if not isinstance(exc, Exception):
                 raise
             return
+        if self.on_durable is not None:
+            self.on_durable(request.purge)
         request.slot.set_value(report)
 
     async def _sync(self, request: SyncRequest) -> None:

@@ -329,7 +329,15 @@ class ServerApp:
     # -- routes ---------------------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
-        return json_response(200, {"status": "ok"})
+        """Liveness; with ``--replicate-to`` also each open tenant's replication lag."""
+        body: dict[str, Any] = {"status": "ok"}
+        target = self.pool.replication_target
+        if target is not None:
+            tenants = self.pool.replication_status()
+            body["replication"] = {
+                "target": target, "tenants": tenants,
+                "maxLagMs": max((t["lagMs"] for t in tenants.values()), default=0)}
+        return json_response(200, body)
 
     async def openapi_json(self, request: Request) -> Response:
         return Response(self.openapi, media_type="application/json")

@@ -171,7 +171,15 @@ SCHEMAS: dict[str, Schema] = {
     "Hit": obj({"id": {"type": "string"}, "score": {"type": "number"},
                 "lexical": NUMBER_OR_NULL, "semantic": NUMBER_OR_NULL},
                ["id", "score", "lexical", "semantic"]),
-    "Health": obj({"status": {"type": "string", "const": "ok"}}, ["status"]),
+    "Health": obj({"status": {"type": "string", "const": "ok"},
+                   "replication": obj({
+                       "target": {"type": "string"},
+                       "maxLagMs": {"type": "integer"},
+                       "tenants": {"type": "object", "additionalProperties": obj({
+                           "state": {"type": ["string", "null"]}, "lagMs": {"type": "integer"},
+                           "lagP99Ms": {"type": "integer"}, "pendingBytes": {"type": "integer"},
+                           "errors": {"type": "integer"}})}},
+                       ["target", "maxLagMs", "tenants"])}, ["status"]),
 }
 
 

@@ -40,10 +40,11 @@ import trio
 
 from ..errors import HmsError, InvalidRequest
 from ..memory.config import MemoryConfig
+from ..replication.options import Replication, check_segment, parse_target
 from .app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, ServerApp
 from .auth import KeyRing
 from .guard import RequestGuard, check_host_argument, check_origin_argument
-from .tenants import DEFAULT_MAX_OPEN, TenantPool, check_file_base
+from .tenants import DEFAULT_MAX_OPEN, TenantPool, check_file_base, replicated_tenants
 
 logger = logging.getLogger("hmsengine.server")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
@@ -66,6 +67,8 @@ class ServeOptions:
     max_tenants: int = DEFAULT_MAX_OPEN
     allow_hosts: tuple[str, ...] = ()
     allow_origins: tuple[str, ...] = ()
+    replication: Replication | None = None  # each tenant under target/<tenant>
+    takeover: str | None = None  # "wait" or "now": take tenants over from another node
 
     def guard(self) -> RequestGuard:
         """The Host and Origin allow-lists these options give (server/guard.py)."""
@@ -103,6 +106,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a web origin (scheme://host[:port]) whose pages may call the API, "
                              "with CORS answers (repeatable); every other Origin is refused")
+    parser.add_argument("--replicate-to", metavar="s3://BUCKET/PREFIX",
+                        help="ship every tenant's journal to PREFIX/<tenant>/ in this bucket "
+                             "(endpoint and credentials from AWS_*; needs the 'replicate' extra)")
+    parser.add_argument("--takeover", nargs="?", const="wait", choices=("wait", "now"),
+                        help="with --replicate-to: take the bucket's tenants over from the node "
+                             "that served them: wait for each lease to expire (or 'now': the old "
+                             "node is known to be gone), restore the tenants missing here, serve")
+    parser.add_argument("--replica-lag", type=float, default=1.0, metavar="SECONDS",
+                        help="replication lag bound (default %(default)s)")
+    parser.add_argument("--lease-ttl", type=float, default=15.0, metavar="SECONDS",
+                        help="a tenant's lease expires this long after its node stopped "
+                             "renewing it (default %(default)s)")
+    parser.add_argument("--node", metavar="NAME",
+                        help="this node's name in the leases (default: the host name)")
 
 
 def _read_json(path: str, option: str) -> Any:
@@ -155,7 +172,21 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
                         embedding_dim=args.input_dim, max_body=args.max_body,
                         timeout=_positive(args.timeout, "--timeout"),
                         grace=_positive(args.grace, "--grace"), max_tenants=args.max_tenants,
-                        allow_hosts=hosts, allow_origins=origins)
+                        allow_hosts=hosts, allow_origins=origins,
+                        replication=_replication(args), takeover=args.takeover)
+
+
+def _replication(args: argparse.Namespace) -> Replication | None:
+    if args.replicate_to is None:
+        if args.takeover is not None:
+            raise InvalidRequest("--takeover needs --replicate-to (the bucket to take over from)")
+        return None
+    target = parse_target(args.replicate_to, "--replicate-to")
+    replication = Replication(target=target, max_lag=_positive(args.replica_lag, "--replica-lag"),
+                              lease_ttl=_positive(args.lease_ttl, "--lease-ttl"))
+    if args.node:
+        replication = attrs.evolve(replication, node=check_segment(args.node, "--node"))
+    return replication
 
 
 def is_loopback(host: str) -> bool:
@@ -208,8 +239,11 @@ async def serve(options: ServeOptions, *, announce: Any = None) -> None:
     shutdown = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with TenantPool.open(options.root, max_open=options.max_tenants,
-                                   config=options.config,
-                                   embedding_dim=options.embedding_dim) as pool:
+                                   config=options.config, embedding_dim=options.embedding_dim,
+                                   replication=options.replication,
+                                   takeover=options.takeover) as pool:
+            if options.replication is not None and options.takeover is not None:
+                pool.warm(await replicated_tenants(options.replication))
             server = ServerApp(pool, keys=options.keys, max_body=options.max_body,
                                body_timeout=options.timeout, guard=options.guard())
             http_scope = trio.CancelScope()

@@ -32,14 +32,17 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
 
-from ..errors import EngineClosed, InvalidRequest, InvalidTenant
+from ..engine import adopt_replica, replicated_stores
+from ..errors import EngineClosed, HmsError, InvalidRequest, InvalidTenant
 from ..facade import Engine
 from ..memory import Memory
 from ..memory.config import MemoryConfig
+from ..replication.options import Replication
 
 TENANT_HEADER = "x-hms-tenant"
 DEFAULT_TENANT = "default"
@@ -74,18 +77,27 @@ def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
+async def replicated_tenants(replication: Replication) -> list[str]:
+    """The tenants whose stores are in the bucket (``target/<tenant>/format.json``)."""
+    names = await replicated_stores(replication.target)
+    return [n for n in names if _TENANT_RE.fullmatch(n)]
+
+
 @attrs.define(eq=False)
 class _Tenant:
     """One tenant's open (or opening, or closing) store."""
 
     name: str
     memory: Memory | None = None
+    engine: Engine | None = None
     users: int = 0
     last_used: float = 0.0
     closing: bool = False
     error: BaseException | None = None
     ready: trio.Event = attrs.field(factory=trio.Event)
     close_requested: trio.Event = attrs.field(factory=trio.Event)
+    # Around a takeover's wait for the lease: closing the pool cancels it (it may wait long).
+    adopting: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     closed: trio.Event = attrs.field(factory=trio.Event)
 
 
@@ -98,22 +110,30 @@ class TenantPool:
     _max_open: int
     _config: MemoryConfig
     _embedding_dim: int | None
+    _replication: Replication | None = None
+    _takeover: str | None = None
     _tenants: dict[str, _Tenant] = attrs.field(factory=dict)
     _closing: bool = False
 
     @staticmethod
     @asynccontextmanager
     async def open(root: str | os.PathLike[str], *, max_open: int = DEFAULT_MAX_OPEN,
-                   config: MemoryConfig | None = None,
-                   embedding_dim: int | None = None) -> AsyncIterator[TenantPool]:
-        """A pool over ``root`` (created if missing). Leaving the block closes every store."""
+                   config: MemoryConfig | None = None, embedding_dim: int | None = None,
+                   replication: Replication | None = None,
+                   takeover: str | None = None) -> AsyncIterator[TenantPool]:
+        """A pool over ``root`` (created if missing). Leaving the block closes every store.
+
+        With ``replication``, each tenant's store replicates to ``target/<tenant>``; with
+        ``takeover`` (``"wait"`` or ``"now"``), opening a tenant first takes its lease over
+        from the node that held it and restores it from the bucket if it is not here."""
         if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
             raise ValueError(f"max_open: expected a positive integer, got {max_open!r}")
         path = Path(root)
         check_file_base(path, (config or MemoryConfig()).file_base)
         await trio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
         async with trio.open_nursery() as nursery:
-            pool = TenantPool(path, nursery, max_open, config or MemoryConfig(), embedding_dim)
+            pool = TenantPool(path, nursery, max_open, config or MemoryConfig(), embedding_dim,
+                              replication, takeover)
             try:
                 yield pool
             finally:
@@ -198,9 +218,22 @@ class TenantPool:
 
     async def _hold(self, tenant: _Tenant, *, task_status: trio.TaskStatus[None]) -> None:
         started = False
+        path = self._root / tenant.name
+        replication = self._replication.for_tenant(tenant.name) if self._replication else None
         try:
-            async with Engine.open(self._root / tenant.name,
-                                   embedding_dim=self._embedding_dim) as engine:
+            if replication is not None:
+                restored = False
+                with tenant.adopting:
+                    restored = await adopt_replica(path, replication, takeover=self._takeover,
+                                           announce=lambda line: logger.info("tenant %r: %s",
+                                                                             tenant.name, line))
+                if tenant.adopting.cancelled_caught:
+                    raise EngineClosed("the server is shutting down")
+                if restored:
+                    logger.info("tenant %r: restored from %s", tenant.name, replication.target.url)
+            async with Engine.open(path, embedding_dim=self._embedding_dim,
+                                   replicate_to=replication) as engine:
+                tenant.engine = engine
                 config = self._config
                 if config.file_base is not None:
                     config = attrs.evolve(config, file_base=self.file_base_of(tenant.name))
@@ -218,9 +251,40 @@ class TenantPool:
         finally:
             tenant.closing = True
             tenant.memory = None
+            tenant.engine = None
             if self._tenants.get(tenant.name) is tenant:
                 del self._tenants[tenant.name]
             tenant.closed.set()
+
+    def warm(self, names: list[str]) -> None:
+        """Open these tenants now, in the background (``--takeover`` at start-up: every
+        tenant in the bucket is taken over before its first request arrives)."""
+        for name in names:
+            self._nursery.start_soon(self._warm_one, name)
+
+    async def _warm_one(self, name: str) -> None:
+        try:
+            async with self.use(name):
+                pass
+        except HmsError as exc:
+            logger.error("tenant %r could not be opened: %s", name, exc)
+
+    def replication_status(self) -> dict[str, dict[str, Any]]:
+        """Each open tenant's replication figures (for the health answer)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in self.open_tenants:
+            engine = self._tenants[name].engine
+            if engine is not None:
+                stats = engine.statistics()
+                out[name] = {"state": stats.replication_state, "lagMs": stats.replication_lag_ms,
+                             "lagP99Ms": stats.replication_lag_p99_ms,
+                             "pendingBytes": stats.replication_pending_bytes,
+                             "errors": stats.replication_errors}
+        return out
+
+    @property
+    def replication_target(self) -> str | None:
+        return self._replication.target.url if self._replication is not None else None
 
     def _evict(self) -> None:
         """Close the least recently used idle tenants while more than ``max_open`` are open."""
@@ -238,3 +302,4 @@ class TenantPool:
         for tenant in list(self._tenants.values()):
             tenant.closing = True
             tenant.close_requested.set()
+            tenant.adopting.cancel()
