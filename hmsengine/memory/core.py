@@ -151,8 +151,10 @@ class MemoryCore:
 
     async def history(self, id: str) -> list[Fact]:
         """``Memory.history``: the whole supersession chain of ``id``, oldest first."""
-        if id not in self.index.facts:
-            check_id(id)  # a bad id is InvalidRequest, not NotFound
+        # A bad id (also one that is no string: a dict cannot even be looked up) is
+        # InvalidRequest, not NotFound.
+        if not isinstance(id, str) or id not in self.index.facts:
+            check_id(id)
             raise NotFound(f"no fact {id!r}")
         facts = await self.facts(self.index.chain(id, self.slot_policy))
         return [f for f in facts if f is not None]

@@ -363,8 +363,8 @@ async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOpti
     """``Memory.explain``: why ``doc_id`` came back for ``query`` (or why not)."""
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    if doc_id not in core.index.facts:
-        check_id(doc_id)  # a bad id is InvalidRequest, not NotFound
+    if not isinstance(doc_id, str) or doc_id not in core.index.facts:
+        check_id(doc_id)  # a bad id (a dict: unhashable) is InvalidRequest, not NotFound
         raise NotFound(f"no fact {doc_id!r}")
     plan = _Plan(core, options._replace(explain=False))
     scored = await _rank(core, query, plan, hits_needed=True)

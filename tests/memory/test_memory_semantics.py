@@ -398,3 +398,19 @@ async def test_concurrent_remembers_share_commits_and_stay_exact():
         assert outcomes.count("created") == 1
         stored = (await memory.get("same")).text
         assert outcomes.count("conflict") == (2 if stored == "second payload" else 1)
+
+
+async def test_an_id_that_is_no_string_is_invalid_request():
+    """history and explain refuse an id that is not a string (a JSON object or list, as a fuzzed
+    request sends it) as InvalidRequest, through the Python API and memory.call alike."""
+    async with Engine.open(None) as engine:
+        memory = engine.memory()
+        await memory.remember("one fact", id="f1")
+        for bad in ({"a": {}}, ["f1"], 7):
+            with pytest.raises(InvalidRequest):
+                await memory.history(bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidRequest):
+                await memory.explain("fact", bad)  # type: ignore[arg-type]
+            for op, body in (("history", {"id": bad}), ("explain", {"query": "fact", "id": bad})):
+                with pytest.raises(InvalidRequest):
+                    await memory.call(op, body)
