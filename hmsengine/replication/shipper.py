@@ -445,7 +445,8 @@ class Shipper:
         """Upload ``mark``'s files that are not in the bucket, then its ``index.json``, then
         delete the generation's index files it no longer lists. Gives up quietly when a file
         is gone (a newer index replaced it: its own mark follows)."""
-        files = []
+        known = self._index_keys  # this generation's (a switch starts another set)
+        files, written = [], []
         for name in mark.files:
             read = await trio.to_thread.run_sync(self._read_index_file, mark.generation, name)
             if read is None:
@@ -453,11 +454,12 @@ class Shipper:
             data, digest = read
             entry = IndexFile(name=name, sha256=digest, size=len(data))
             key = f"{mark.generation}/{entry.key}"
-            if key not in self._index_keys:
+            if key not in known:
                 await trio.to_thread.run_sync(self._put_checked, key, data, True)
-                self._index_keys.add(key)
+                known.add(key)
+                written.append(key)
                 self.index_files += 1
-            if not await self._still_live(mark.generation, [key]):
+            if not await self._still_live(mark.generation, written):
                 return
             files.append(entry)
         listing = IndexListing(generation=mark.generation, store_id=self._store_id,
@@ -465,20 +467,21 @@ class Shipper:
                                dim=self._dim, files=tuple(files))
         key = f"{mark.generation}/{INDEX_LISTING}"
         await trio.to_thread.run_sync(self._put_checked, key, listing.to_bytes(), False)
-        if not await self._still_live(mark.generation, [key, *self._index_keys]):
+        if not await self._still_live(mark.generation, [key, *written]):
             return
-        stale = sorted(self._index_keys - {f"{mark.generation}/{f.key}" for f in files})
+        stale = sorted(known - {f"{mark.generation}/{f.key}" for f in files})
         if stale:
             await trio.to_thread.run_sync(self._client.delete, stale)
-            self._index_keys.difference_update(stale)
+            known.difference_update(stale)
 
     async def _still_live(self, generation: str, keys: list[str]) -> bool:
         """Whether ``generation`` is still the one shipped; if not (a compaction, maybe a
-        purge, replaced it while its index was uploading), delete what was just written,
-        which a purge's sweep of the old generation may have listed before it existed."""
+        purge, replaced it while its index was uploading), delete ``keys``, what was just
+        written, which a purge's sweep of the old generation may have listed before it existed."""
         if generation == self._gen:
             return True
-        await trio.to_thread.run_sync(self._client.delete, keys)
+        if keys:
+            await trio.to_thread.run_sync(self._client.delete, keys)
         return False
 
     def _read_index_file(self, generation: str, name: str) -> tuple[bytes, str] | None:

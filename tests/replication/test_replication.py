@@ -313,3 +313,46 @@ async def test_frames_without_commit_time_take_the_next_stamped_time(s3: S3Serve
         await restore_from_bucket(url, tmp_path / f"r{n}", known_at=when)
         async with Engine.open(tmp_path / f"r{n}") as restored:
             assert {d for d, _ in restored.scan_metadata()} == expected, when
+
+
+async def test_an_index_upload_racing_a_purge_leaves_nothing(s3: S3Server, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index file of the old generation whose upload was under way when a purge switched
+    generations (so it lands after the purge deleted that generation) is deleted by the shipper:
+    no object of the old generation, and no purged text in any object, remains."""
+    import threading
+
+    from hmsengine.replication import shipper
+
+    bucket = s3.bucket()
+    url = f"s3://{bucket}/race"
+    gone = b"RACED-PURGE-TEXT"
+    held, release = threading.Event(), threading.Event()
+    original = shipper.Shipper._put_checked
+
+    def slow_put(self: shipper.Shipper, key: str, data: bytes, create: bool) -> None:
+        if key.startswith("gen-00000002/index/") and not release.is_set():
+            held.set()
+            release.wait(30)  # a slow upload: the purge runs meanwhile
+        original(self, key, data, create)
+
+    monkeypatch.setattr(shipper.Shipper, "_put_checked", slow_put)
+    async with Engine.open(tmp_path / "a", replicate_to=options(url)) as engine:
+        await engine.put_document("victim", f"{gone.decode()} quokkarace")
+        await engine.put_document("kept", "kept text")
+    async with Engine.open(tmp_path / "a", replicate_to=options(url)) as engine:
+        await engine.compact()  # gen 2, whose index (holding the victim) uploads slowly
+        with trio.fail_after(10):
+            while not held.is_set():
+                await trio.sleep(0.02)
+        await engine.delete_document("victim", purge=True)  # gen 3
+        with trio.fail_after(10):
+            while any(k.startswith("race/gen-00000002/") and k.endswith(".hjs")
+                      for k in s3.objects(bucket, "race/")):
+                await trio.sleep(0.05)  # the purge's sweep deleted gen 2
+        release.set()
+        await wait_shipped(engine)
+    objects = s3.objects(bucket, "race/")
+    assert not [k for k in objects if k.startswith(("race/gen-00000001/", "race/gen-00000002/"))]
+    terms = [t.encode() for t in ("quokkarac", "quokkarace")]
+    assert decoded_scan(objects, "race", [gone, *terms], fold=True) == {}
