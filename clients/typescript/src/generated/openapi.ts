@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 6c078d14f1aeb973146890d7bc874e4443fd6fc977b2caa54549e7263458fe9d)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 603f2d0791415cca326395e5c0d41fad21f44c2a659cbe4511c951788c098988)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -573,6 +573,19 @@ export interface components {
         Health: {
             /** @constant */
             status: "ok";
+            replication?: {
+                target: string;
+                maxLagMs: number;
+                tenants: {
+                    [key: string]: {
+                        state?: string | null;
+                        lagMs?: number;
+                        lagP99Ms?: number;
+                        pendingBytes?: number;
+                        errors?: number;
+                    };
+                };
+            };
         };
     };
     responses: never;
