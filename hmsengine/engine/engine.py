@@ -411,11 +411,11 @@ class DocumentEngine:
         the same order, with the same options, validation and guarantees, without building a
         ``Hit`` per result (for callers that need only ids and scores, such as recall)."""
         self._check_open()
-        found, scored = await readers.search_ranked(
+        found, scores = await readers.search_ranked(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
-        return [(doc_id, s.score) for doc_id, s in zip(found, scored, strict=True)]
+        return list(zip(found, scores, strict=True))
 
     @property
     def settings(self) -> dict[str, Any]:

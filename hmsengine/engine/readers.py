@@ -19,6 +19,7 @@ import numpy as np
 import trio
 
 from ..errors import InvalidRequest
+from ..index import lane
 from ..index import search as executor
 from ..kernels.cosine import l2_normalise
 from ..kernels.ngram import ngram_query
@@ -179,17 +180,6 @@ def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
-async def search_ranked(indexer: Indexer, query: object,
-                        **options: Any) -> tuple[list[str], list[executor.Scored]]:
-    """The ids and scores of a search, best first (what ``search_documents`` makes Hits of);
-    tombstoned ids left out (no text, no embedding: one could only surface with a zero score)."""
-    snap = indexer.snapshot
-    q = build_query(indexer, query, **options)
-    if q is None:
-        return [], []
-    return await _ranked(indexer, snap, q, executor.prepare(snap, q))
-
-
 async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,
                   prepared: executor.Prepared) -> tuple[list[str], list[executor.Scored]]:
     if prepared.work <= INLINE_WORK:
@@ -204,21 +194,74 @@ async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,
     return ids, scored
 
 
-async def search_documents(indexer: Indexer, query: object, **options: Any) -> list[Hit]:
+def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
+           semantic_weight: object) -> tuple[list[str], list[float]] | None:
+    """The plain lane's (ids, scores) for a query with no vector, n-grams or filter
+    (``lane.plain_top``, tombstoned ids left out), or None when it is not the lane's: a k above
+    ``lane.LANE_MAX_K`` or too much work to run inline. Validates as ``build_query`` does."""
+    if not isinstance(query, str):
+        raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+    check_text(query, "query", MAX_QUERY_BYTES)
+    if k.__class__ is not int or not 1 <= k <= lane.LANE_MAX_K:
+        return None  # build_query validates it
+    _check_weight(lexical_weight, "lexical_weight")
+    _check_weight(semantic_weight, "semantic_weight")
+    found = lane.plain_top(indexer.snapshot, indexer.analyzer.query_terms(query), k, INLINE_WORK)
+    if found is None:
+        return None
+    tombstones = indexer._core.table.tombstones
+    if tombstones and not tombstones.isdisjoint(found[0]):
+        kept = [n for n, doc_id in enumerate(found[0]) if doc_id not in tombstones]
+        return [found[0][n] for n in kept], [found[1][n] for n in kept]
+    return found
+
+
+async def search_ranked(indexer: Indexer, query: object, *, k: object, embedding: object,
+                        ids: object, metadata: object, semantic: object, lexical_weight: object,
+                        semantic_weight: object) -> tuple[list[str], list[float]]:
+    """The ids and fused scores of a search, best first (``search_documents`` without its Hit
+    values); tombstoned ids left out (no text, no embedding: one could only surface with a zero
+    score)."""
+    if embedding is None and ids is None and metadata is None and semantic is None:
+        found = _plain(indexer, query, k, lexical_weight, semantic_weight)
+        if found is not None:
+            return found
     snap = indexer.snapshot
-    q = build_query(indexer, query, **options)
+    q = build_query(indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
+                    semantic=semantic, lexical_weight=lexical_weight,
+                    semantic_weight=semantic_weight)
+    if q is None:
+        return [], []
+    found_ids, scored = await _ranked(indexer, snap, q, executor.prepare(snap, q))
+    return found_ids, [s.score for s in scored]
+
+
+async def search_documents(indexer: Indexer, query: object, *, k: object, embedding: object,
+                           ids: object, metadata: object, semantic: object,
+                           lexical_weight: object, semantic_weight: object) -> list[Hit]:
+    """``Engine.search_documents``: the plain lane when the query is its (most are), else the
+    general path (``build_query``, ``executor.prepare``, ``executor.run``)."""
+    if embedding is None and ids is None and metadata is None and semantic is None:
+        found = _plain(indexer, query, k, lexical_weight, semantic_weight)
+        if found is not None:
+            return [make_hit(doc_id, score, score, None)
+                    for doc_id, score in zip(found[0], found[1], strict=True)]
+    snap = indexer.snapshot
+    q = build_query(indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
+                    semantic=semantic, lexical_weight=lexical_weight,
+                    semantic_weight=semantic_weight)
     if q is None:
         return []
     prepared = executor.prepare(snap, q)
     if executor.lexical_only(q) and prepared.work <= INLINE_WORK:
-        # The common case in its own lane: lists from the kernel's buffers, Hits made
+        # A larger k than the plain lane takes: lists from the kernel's buffers, Hits made
         # directly (a Scored tuple per hit and a second pass cost ~8 us a query).
         docnums, scores = executor.run_lexical(snap, q, prepared)
-        ids = snap.ids_of(docnums)
+        found_ids = snap.ids_of(docnums)
         tombstones = indexer._core.table.tombstones
         return [make_hit(doc_id, score, score, None)
-                for doc_id, score in zip(ids, scores, strict=True)
+                for doc_id, score in zip(found_ids, scores, strict=True)
                 if not tombstones or doc_id not in tombstones]
-    ids, scored = await _ranked(indexer, snap, q, prepared)
+    found_ids, scored = await _ranked(indexer, snap, q, prepared)
     return [make_hit(doc_id, s.score, s.lexical, s.semantic)
-            for doc_id, s in zip(ids, scored, strict=True)]
+            for doc_id, s in zip(found_ids, scored, strict=True)]

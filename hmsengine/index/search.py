@@ -32,13 +32,13 @@ import numpy as np
 from ..kernels.bm25 import (
     bm25_idf,
     bm25_score_docs,
-    new_scratch,
     sparse_accumulate,
     sparse_score_docs,
 )
 from ..kernels.cosine import cosine_topk
 from ..kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from ..kernels.topk import merge_topk, topk_finish, topk_touched
+from . import lane
 from .snapshot import SegmentView, Snapshot
 
 RRF_K = 60
@@ -57,13 +57,7 @@ def rare_df(n_docs: int) -> int:
 SMALL_CANDIDATES = 2048
 
 _local = threading.local()
-
-
-def _scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    s = getattr(_local, "scratch", None)
-    if s is None or s[0].shape[0] < n:
-        s = _local.scratch = new_scratch(max(n, 1024))
-    return s
+_scratch = lane.scratch
 
 
 @attrs.frozen(kw_only=True)
@@ -107,48 +101,6 @@ class Prepared:
     idf: np.ndarray | None = None  # each query term's idf (weights without the multiplicity)
 
 
-# Per-snapshot memo of query terms (local ids per view, live df, postings, idf): repeated terms
-# skip a dictionary lookup and numpy scalar reads per view. When full, the oldest entry goes
-# (wiping it whole made every term of a varied query stream a miss again, ~7 us each).
-TERM_MEMO_SIZE = 16384
-
-
-def _term_info(snap: Snapshot, term: str) -> tuple[tuple[int, ...], int, float]:
-    """(local id per view or -1, postings over all views, global idf) of one term."""
-    ids = []
-    df = postings = 0
-    for view in snap.views:
-        seg = view.segment
-        local = seg.vocab.get(term, -1)
-        ids.append(local)
-        if local >= 0:
-            offsets = seg.terms.offsets
-            postings += int(offsets[local + 1] - offsets[local])
-            df += int(view.df[local])
-    # Through the array form of bm25_idf, as for a whole query: the same bits either way.
-    idf = float(bm25_idf(np.asarray([df], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
-    return tuple(ids), postings, idf
-
-
-# MaxScore reads the postings of the terms that are not needed to fill the top k only in part
-# (binary searches, or one pass over candidates that are soon few): counted at this fraction.
-PARTIAL_READ = 8
-
-
-def _lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
-    """The postings the lexical kernels are expected to read (kernels/pruning.py): those of the
-    highest-weight terms, down to the first that brings at least ``fill`` postings, in full;
-    the rest in part. On the 200k Zipf benchmark, time per query tracked this far better than
-    the total (all-common-term queries read all; one rare term makes the rest cheap)."""
-    total = sum(postings)
-    prefix = 0
-    for _, n in sorted(zip(weights, postings, strict=True), key=lambda wn: -wn[0]):
-        prefix += n
-        if prefix >= fill:
-            break
-    return prefix + (total - prefix) // PARTIAL_READ
-
-
 def prepare(snap: Snapshot, q: Query) -> Prepared:
     memo = snap.memo("terms")
     rows = []
@@ -156,11 +108,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
     idfs: list[float] = []
     postings = []
     for term, m in q.terms:
-        info = memo.get(term)
-        if info is None:
-            if len(memo) >= TERM_MEMO_SIZE:
-                del memo[next(iter(memo))]  # first in, first out: dicts keep insertion order
-            info = memo[term] = _term_info(snap, term)
+        info = memo.get(term) or lane.term_info(snap, memo, term)
         rows.append(info[0])
         postings.append(info[1])
         idf_times_m.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
@@ -168,7 +116,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
     views = snap.views
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k  # as in run()
-    work = _lexical_work(postings, idf_times_m, depth * len(views))
+    work = lane.lexical_work(postings, idf_times_m, depth * len(views))
     if rows and len(views) == 1:
         local_terms = [np.array([r[0] for r in rows], dtype=np.int32)]
     elif rows:
@@ -231,8 +179,8 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
         top_n[0] = 0
     allowed_by_view = q.allowed
     local_terms = p.local_terms
-    acc, seen, touched = _scratch(_largest(snap))
-    for i, offsets, doc_ids, tfs, norms, live, check, docnums in _kernel_views(snap):
+    acc, seen, touched = _scratch(lane.largest(snap))
+    for i, offsets, doc_ids, tfs, norms, live, check, docnums in lane.kernel_views(snap):
         if allowed_by_view is not None:
             allowed = allowed_by_view.get(i)
             if allowed is None:
@@ -246,35 +194,6 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
     n = int(top_n[0])
     topk_finish(top_s, top_d, n)
     return top_s[:n], top_d[:n]
-
-
-KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool,
-                   np.ndarray]
-
-
-def _kernel_views(snap: Snapshot) -> list[KernelView]:
-    """Per view, largest segment first: (view index, the kernel's arrays, whether any document
-    is dead), made once per snapshot so that a query does not look them up view by view."""
-    cached: list[KernelView] | None = snap.memo("kernel").get("views")
-    if cached is None:
-        avgdl = snap.avgdl
-        views = snap.views
-        cached = []
-        for i in snap.views_by_size():
-            view = views[i]
-            t = view.segment.terms
-            cached.append((i, t.offsets, t.doc_ids, t.values, view.norms(avgdl), view.live,
-                           view.n_live < view.live.shape[0], view.segment.docnums))
-        snap.memo("kernel")["views"] = cached
-    return cached
-
-
-def _largest(snap: Snapshot) -> int:
-    found: int | None = snap.memo("kernel").get("largest")
-    if found is None:
-        found = snap.memo("kernel")["largest"] = max((v.live.shape[0] for v in snap.views),
-                                                     default=0)
-    return found
 
 
 def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared,

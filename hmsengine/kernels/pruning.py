@@ -450,9 +450,38 @@ def bm25_segment_topk(
     Scratch as in ``bm25_accumulate`` (clean on entry and on return).
     """
     depth = top_s.shape[0]
+    theta0 = top_s[worst_index(depth)] if top_n[0] == depth and depth > 0 else -np.inf
+    scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed,
+                                check_allowed, theta0, depth, acc, seen, touched, prune_min,
+                                dense_ratio)
+    _offer_segment(scores, docs, docnums, top_s, top_d, top_n)
+
+
+@jit
+def segment_best(
+    offsets: npt.NDArray[np.int64],
+    doc_ids: npt.NDArray[np.int32],
+    tfs: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float64],
+    term_ids: npt.NDArray[np.int32],
+    term_weights: npt.NDArray[np.float64],
+    allowed: npt.NDArray[np.uint8],
+    check_allowed: bool,
+    theta0: float,
+    depth: int,
+    acc: npt.NDArray[np.float64],
+    seen: npt.NDArray[np.uint8],
+    touched: npt.NDArray[np.int32],
+    prune_min: int,
+    dense_ratio: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """One segment's best (up to ``depth``, best first, local numbers) for ``bm25_segment_topk``
+    (which documents the paths): every document of the segment's exact top ``depth`` that scores
+    at least ``theta0``, a lower bound on the query's final k-th best (``-inf`` when unknown);
+    documents below it may be missing. Exact scores."""
     order, nv, postings = _terms_by_bound(offsets, term_ids, term_weights)
     if nv == 0 or depth <= 0:
-        return
+        return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
     if nv == 1:
         i = order[0]
         scores, docs = bm25_term_topk(offsets, doc_ids, tfs, norms, term_ids[i],
@@ -466,11 +495,10 @@ def bm25_segment_topk(
                             seen, touched, 0)
         scores, docs = topk_touched(acc, seen, touched, n, depth, 0)
     else:
-        theta0 = top_s[worst_index(depth)] if top_n[0] == depth else -np.inf
         scores, docs = _maxscore_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
                                       order, nv, allowed, check_allowed, theta0, depth, acc,
                                       seen, touched)
-    _offer_segment(scores, docs, docnums, top_s, top_d, top_n)
+    return scores, docs
 
 
 @jit

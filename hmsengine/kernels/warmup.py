@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize, topk
 
 
 def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -66,6 +66,10 @@ def warm_up() -> None:
                                           docnums, top_s, top_d, top_n, acc, seen, touched,
                                           pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
                 topk.topk_finish(top_s, top_d, int(top_n[0]))
+            top_s, top_d, top_w = np.empty(2), np.empty(2, np.int64), np.empty(2, np.int64)
+            lane.bm25_lane_topk(off, ids, vals, norms, allowed, check, docnums,
+                                term_ids.reshape(-1, 1).copy(), 0, weights, top_s, top_d, top_w,
+                                0, acc, seen, touched)
     bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
     indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
     ngram.csr_transpose(indptr, indices, values, 64)

@@ -331,9 +331,9 @@ async def test_search_ids_is_the_ranking_of_search_documents():
 async def test_term_memo_drops_its_oldest_terms_when_full(monkeypatch):
     """A full per-snapshot term memo drops its oldest term per new one (never wiped whole), and
     the scores stay those of the reference BM25."""
-    from hmsengine.index import search as executor
+    from hmsengine.index import lane
 
-    monkeypatch.setattr(executor, "TERM_MEMO_SIZE", 8)
+    monkeypatch.setattr(lane, "TERM_MEMO_SIZE", 8)
     words = [f"w{i:02d}" for i in range(20)]
     docs = {f"d{i}": " ".join(words[(i + j) % 20] for j in range(5)) for i in range(40)}
     async with Engine.open(None) as engine:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hmsengine import Engine
-from hmsengine.kernels import bm25, pruning, reference, topk
+from hmsengine.kernels import bm25, lane, pruning, reference, topk
 
 VOCAB = [f"t{i}" for i in range(40)]
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
@@ -228,3 +228,58 @@ def test_maxscore_finishes_common_terms_on_few_candidates(seed: int, k: int,
     ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
     want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), k)
     assert top_d.tolist() == want_d.tolist() and top_s.tobytes() == want_s.tobytes()
+
+
+def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The segment's postings with term t renumbered perm[t] (a segment's own vocabulary)."""
+    offsets = s["offsets"]
+    lengths = np.diff(offsets)
+    new_lengths = np.empty_like(lengths)
+    new_lengths[perm] = lengths
+    new_offsets = np.zeros_like(offsets)
+    new_offsets[1:] = np.cumsum(new_lengths)
+    doc_ids = np.empty_like(s["doc_ids"])
+    tfs = np.empty_like(s["tfs"])
+    for t in range(lengths.shape[0]):
+        lo, hi = new_offsets[perm[t]], new_offsets[perm[t] + 1]
+        doc_ids[lo:hi] = s["doc_ids"][offsets[t]:offsets[t + 1]]
+        tfs[lo:hi] = s["tfs"][offsets[t]:offsets[t + 1]]
+    return new_offsets, doc_ids, tfs
+
+
+@given(searches(), st.integers(0, 2**32 - 1))
+@SETTINGS
+def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any],
+                                                               seed: int) -> None:
+    """bm25_lane_topk over every segment (each with its own term numbering, read from its column
+    of the term matrix; any order) gives the reference top k, scores bit for bit, ties by
+    document number, and each kept document's (column, local number); scratch clean."""
+    k = min(c["k"], topk.INSERTION_MAX)
+    rng = np.random.default_rng(seed)
+    n_terms = c["segs"][0]["offsets"].shape[0] - 1
+    q = c["term_ids"]
+    columns = []
+    relabelled = []
+    for s in c["segs"]:
+        perm = rng.permutation(n_terms).astype(np.int32)
+        relabelled.append(_relabel(s, perm))
+        columns.append([int(perm[t]) if 0 <= t < n_terms else -1 for t in q.tolist()])
+    matrix = np.array(columns, dtype=np.int32).T.copy()  # a row per query term
+    top_s = np.empty(k, dtype=np.float64)
+    top_d = np.empty(k, dtype=np.int64)
+    top_w = np.empty(k, dtype=np.int64)
+    acc, seen, touched = bm25.new_scratch(max(s["n_docs"] for s in c["segs"]))
+    count = 0
+    for i in c["order"]:
+        s = c["segs"][i]
+        offsets, doc_ids, tfs = relabelled[i]
+        count = lane.bm25_lane_topk(offsets, doc_ids, tfs, s["norms"], s["allowed"], s["check"],
+                                    s["docnums"], matrix, i, c["weights"], top_s, top_d, top_w,
+                                    count, acc, seen, touched)
+        assert not acc.any() and not seen.any(), "scratch must be clean after each segment"
+    want_s, want_d = _reference({**c, "k": k})
+    assert top_d[:count].tolist() == want_d.tolist()
+    assert top_s[:count].tobytes() == want_s.tobytes()
+    for doc, where in zip(top_d[:count].tolist(), top_w[:count].tolist(), strict=True):
+        column, local = where >> lane.LOCAL_BITS, where & lane.LOCAL_MASK
+        assert c["segs"][column]["docnums"][local] == doc

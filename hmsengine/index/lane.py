@@ -1,0 +1,184 @@
+"""The plain-BM25 lane, and what every lexical query reads of a snapshot, computed once.
+
+Most queries are a few terms with no filter, no vector and a small k. ``plain_top`` answers them
+over the same kernels as ``search.run``, with nothing per query but the analysis, a memo lookup
+per term, two small arrays and one kernel call per segment (``kernels.lane.bm25_lane_topk``):
+no query or plan values, no per-segment arrays, and ids read straight from the segment that
+holds each hit. The same documents and scores as ``search.run``, bit for bit.
+
+Per snapshot (``Snapshot.memo``), for this lane and for ``search.prepare``: each query term's
+local id per view, postings and idf (``term_info``, a memo that drops its oldest term when full);
+the kernel's arrays per view, largest segment first (``kernel_views``); the ids per view.
+Scratch arrays and top-k buffers are per thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ..kernels.bm25 import bm25_idf, new_scratch
+from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk
+from ..kernels.topk import INSERTION_MAX
+from .snapshot import Snapshot
+
+#: The largest k the lane answers (its kernel keeps a sorted insertion buffer).
+LANE_MAX_K = INSERTION_MAX
+
+_local = threading.local()
+
+
+def scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This thread's kernel scratch (``new_scratch``) for segments of up to ``n`` documents."""
+    s = getattr(_local, "scratch", None)
+    if s is None or s[0].shape[0] < n:
+        s = _local.scratch = new_scratch(max(n, 1024))
+    return s
+
+
+# Per-snapshot memo of query terms (local ids per view, postings, idf): repeated terms skip a
+# dictionary lookup and numpy scalar reads per view. When full, the oldest entry goes (wiping it
+# whole made every term of a varied query stream a miss again, ~7 us each).
+TERM_MEMO_SIZE = 16384
+
+TermInfo = tuple[tuple[int, ...], int, float]
+
+
+def term_info(snap: Snapshot, memo: dict[str, TermInfo], term: str) -> TermInfo:
+    """(local id per view or -1, postings over all views, global idf) of one term, from
+    ``memo`` (``snap.memo("terms")``) or computed and remembered there."""
+    info = memo.get(term)
+    if info is not None:
+        return info
+    ids = []
+    df = postings = 0
+    for view in snap.views:
+        seg = view.segment
+        local = seg.vocab.get(term, -1)
+        ids.append(local)
+        if local >= 0:
+            offsets = seg.terms.offsets
+            postings += int(offsets[local + 1] - offsets[local])
+            df += int(view.df[local])
+    # Through the array form of bm25_idf, as for a whole query: the same bits either way.
+    idf = float(bm25_idf(np.asarray([df], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
+    if len(memo) >= TERM_MEMO_SIZE:
+        del memo[next(iter(memo))]  # first in, first out: dicts keep insertion order
+    info = memo[term] = (tuple(ids), postings, idf)
+    return info
+
+
+# MaxScore reads the postings of the terms that are not needed to fill the top k only in part
+# (binary searches, or one pass over candidates that are soon few): counted at this fraction.
+PARTIAL_READ = 8
+
+
+def lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
+    """The postings the lexical kernels are expected to read (kernels/pruning.py): those of the
+    highest-weight terms, down to the first that brings at least ``fill`` postings, in full;
+    the rest in part. On the 200k Zipf benchmark, time per query tracked this far better than
+    the total (all-common-term queries read all; one rare term makes the rest cheap)."""
+    total = sum(postings)
+    prefix = 0
+    for _, n in sorted(zip(weights, postings, strict=True), key=lambda wn: -wn[0]):
+        prefix += n
+        if prefix >= fill:
+            break
+    return prefix + (total - prefix) // PARTIAL_READ
+
+
+KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool,
+                   np.ndarray]
+
+
+def kernel_views(snap: Snapshot) -> list[KernelView]:
+    """Per view, largest segment first: (view index, the kernel's arrays, whether any document
+    is dead), made once per snapshot so that a query does not look them up view by view."""
+    kernel = snap.memo("kernel")
+    cached: list[KernelView] | None = kernel.get("views")
+    if cached is None:
+        avgdl = snap.avgdl
+        views = snap.views
+        cached = []
+        for i in snap.views_by_size():
+            view = views[i]
+            t = view.segment.terms
+            cached.append((i, t.offsets, t.doc_ids, t.values, view.norms(avgdl), view.live,
+                           view.n_live < view.live.shape[0], view.segment.docnums))
+        kernel["views"] = cached
+    return cached
+
+
+def largest(snap: Snapshot) -> int:
+    """The most documents a view of ``snap`` has (the scratch the kernels need)."""
+    kernel = snap.memo("kernel")
+    found: int | None = kernel.get("largest")
+    if found is None:
+        found = kernel["largest"] = max((v.live.shape[0] for v in snap.views), default=0)
+    return found
+
+
+def _ids_by_view(snap: Snapshot) -> list[tuple[str, ...]]:
+    kernel = snap.memo("kernel")
+    found: list[tuple[str, ...]] | None = kernel.get("ids")
+    if found is None:
+        found = kernel["ids"] = [v.segment.ids for v in snap.views]
+    return found
+
+
+def _top(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This thread's (scores, documents, where) buffers for a top ``k``."""
+    tops: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = getattr(_local, "tops", None)
+    if tops is None:
+        tops = _local.tops = {}
+    found = tops.get(k)
+    if found is None:
+        found = tops[k] = (np.empty(k, dtype=np.float64), np.empty(k, dtype=np.int64),
+                           np.empty(k, dtype=np.int64))
+    return found
+
+
+def plain_top(snap: Snapshot, terms: list[str], k: int,
+              inline_work: int) -> tuple[list[str], list[float]] | None:
+    """The ids and BM25 scores of the top ``k`` (1 to ``LANE_MAX_K``) documents of ``snap`` for
+    the analyzed query ``terms`` (repeats weigh by their multiplicity), best first, ties by
+    document number: what ``search.run`` gives for a lexical-only query without filters.
+
+    None when the query's estimated work (``lexical_work``, as ``search.prepare`` counts it) is
+    above ``inline_work``: the caller then runs it in a worker thread the general way.
+    Synchronous, on the caller's thread; reads only the immutable snapshot.
+    """
+    if not terms:
+        return [], []
+    memo: dict[str, TermInfo] = snap.memo("terms")
+    if len(terms) == 1 or len(set(terms)) == len(terms):
+        pairs: Any = ((term, 1) for term in sorted(terms))
+    else:
+        pairs = sorted(Counter(terms).items())
+    rows = []
+    weights = []
+    postings = []
+    for term, m in pairs:
+        info = memo.get(term) or term_info(snap, memo, term)
+        rows.append(info[0])
+        weights.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
+        postings.append(info[1])
+    views = kernel_views(snap)
+    # The estimate is at most the total: the sort in lexical_work only for a large query.
+    if sum(postings) > inline_work and \
+            lexical_work(postings, weights, k * len(views)) > inline_work:
+        return None
+    matrix = np.array(rows, dtype=np.int32)
+    w = np.array(weights, dtype=np.float64)
+    acc, seen, touched = scratch(largest(snap))
+    top_s, top_d, top_w = _top(k)
+    count = 0
+    for i, offsets, doc_ids, tfs, norms, live, check, docnums in views:
+        count = bm25_lane_topk(offsets, doc_ids, tfs, norms, live, check, docnums, matrix, i, w,
+                               top_s, top_d, top_w, count, acc, seen, touched)
+    ids = _ids_by_view(snap)
+    return ([ids[at >> LOCAL_BITS][at & LOCAL_MASK] for at in top_w[:count].tolist()],
+            top_s[:count].tolist())
