@@ -11,9 +11,13 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
   set-up (buffers, ``avgdl``, norms, scratch), the numba dispatch (the same kernel called with no
   terms) and the kernel itself, the ``Scored`` tuples, ids from document numbers, the tombstone
   check and the ``Hit`` values. The staged path is checked to return ``search_documents``'s exact
-  ids and scores. Also: the share of queries sent to a worker thread (estimated work above
-  ``INLINE_WORK``), the cost of one trio checkpoint and one ``trio.to_thread`` round trip, and a
-  cProfile of the real call (top functions by own time).
+  ids and scores. Those are the general path's stages; the plain queries of these mixes take
+  the plain-BM25 lane (``index/lane.py``), timed in parts too: ``lane.plain_top`` alone, its
+  kernel calls alone and numba's dispatch of them alone, and by difference its set-up and ids,
+  and what ``search_documents`` adds around it (an engine without the lane skips these). Also:
+  the share of queries sent to a worker thread (estimated work above ``INLINE_WORK``), the cost
+  of one trio checkpoint and one ``trio.to_thread`` round trip, and a cProfile of the real call
+  (top functions by own time).
 * ``memory``: ``Memory.recall(q, k=10)`` (default options) next to ``search_documents`` on the
   same store of facts, per-query medians: on queries seen before (a warm-up pass, then
   interleaved passes) and on queries never seen before (fresh disjoint query sets for each call,
@@ -42,6 +46,7 @@ import pstats
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,6 +82,12 @@ from hmsengine.index import search as executor
 from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from hmsengine.kernels.topk import topk_finish
+
+try:  # the plain-BM25 lane (absent from engines before it, which this script also times)
+    from hmsengine.index import lane
+    from hmsengine.kernels.lane import bm25_lane_topk
+except ImportError:  # pragma: no cover - an older engine on PYTHONPATH
+    lane = None
 
 QUESTION = ("Per-query cost of search_documents stage by stage down to the kernel; recall, "
             "first-query-after-open, vector and hybrid overheads; cosine 1M x 384 vs faiss")
@@ -199,6 +210,59 @@ def _staged(engine: Engine, snap: Any, text: str, opts: dict[str, Any],
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7], hits
 
 
+def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[list[tuple[Any, ...]], Any]:
+    """``lane.plain_top``'s kernel arguments for analyzed ``terms``, view by view, and the same
+    with no terms (for numba's dispatch cost alone)."""
+    memo = snap.memo("terms")
+    pairs = sorted(Counter(terms).items())
+    rows = [lane.term_info(snap, memo, t)[0] for t, _ in pairs]
+    weights = np.array([lane.term_info(snap, memo, t)[2] * m for t, m in pairs], dtype=np.float64)
+    matrix = np.array(rows, dtype=np.int32).reshape(len(rows), len(snap.views))
+    none = np.empty((0, len(snap.views)), dtype=np.int32)
+    top = (np.empty(K, dtype=np.float64), np.empty(K, dtype=np.int64), np.empty(K, dtype=np.int64))
+    scratch = lane.scratch(lane.largest(snap))
+    args, empty = [], []
+    for i, offsets, doc_ids, tfs, norms, live, check, docnums in lane.kernel_views(snap):
+        head = (offsets, doc_ids, tfs, norms, live, check, docnums)
+        args.append((*head, matrix, i, weights, *top))
+        empty.append((*head, none, i, _NO_WEIGHTS, *top))
+    return [(a, scratch) for a in args], [(a, scratch) for a in empty]
+
+
+def _lane_kernel(args: list[tuple[tuple[Any, ...], Any]]) -> int:
+    count = 0
+    for a, scratch in args:
+        count = bm25_lane_topk(*a, count, *scratch)
+    return count
+
+
+LANE_PARTS = ("lane.plain_top alone (analyzed terms given)",
+              "lane kernel calls alone (bm25_lane_topk per view, arguments made beforehand)",
+              "lane numba dispatch alone (the same calls with no terms)")
+
+
+def lane_breakdown(engine: Engine, snap: Any, queries: list[str], passes: int,
+                   total_us: float, analysis_us: float) -> dict[str, Any]:
+    """The plain lane (``search_documents``'s path for these queries) in parts, each timed alone
+    over every query (median per query over ``passes``), and what they leave to the rest."""
+    analyzer = engine._indexer.analyzer
+    analyzed = [analyzer.query_terms(q) for q in queries]
+    work = readers.INLINE_WORK
+    kargs = [_lane_kernel_args(snap, t) for t in analyzed]
+    samples: dict[str, list[float]] = {name: [] for name in LANE_PARTS}
+    for _ in range(passes):
+        samples[LANE_PARTS[0]] += _stage_loop(lambda t: lane.plain_top(snap, t, K, work), analyzed)
+        samples[LANE_PARTS[1]] += _stage_loop(lambda a: _lane_kernel(a[0]), kargs)
+        samples[LANE_PARTS[2]] += _stage_loop(lambda a: _lane_kernel(a[1]), kargs)
+    med = {name: float(np.median(v)) for name, v in samples.items()}
+    top, kernel = med[LANE_PARTS[0]], med[LANE_PARTS[1]]
+    med["lane set-up and ids (plain_top - kernel calls: canonical terms, memo, weights, work "
+        "check, term matrix, buffers, ids from the segments)"] = top - kernel
+    med["around the lane (search_documents - plain_top - analysis: the async call, checks, "
+        "validation, tombstone check, Hit values)"] = total_us - top - analysis_us
+    return med
+
+
 async def breakdown(engine: Engine, corpus: Corpus, passes: int) -> dict[str, Any]:
     """Each query through ``search_documents`` and through ``_staged`` back to back (order
     alternating), every pass; medians per stage over all of them."""
@@ -255,6 +319,13 @@ async def breakdown(engine: Engine, corpus: Corpus, passes: int) -> dict[str, An
                     "not_kernel_share": 1 - kernel / tot["await search_documents"],
                     "same_as_search_documents": same, "lean_same_as_search_documents": lean_same,
                     "queries": len(queries), "queries_sent_to_a_thread": threaded}
+        if lane is not None:
+            out[mix]["lane_us"] = lane_breakdown(
+                engine, snap, queries, passes, tot["await search_documents"],
+                alone["query analysis alone (analyzer.query_terms)"])
+            out[mix]["not_kernel_us"] = tot["await search_documents"] - \
+                out[mix]["lane_us"][LANE_PARTS[1]]
+            out[mix]["not_kernel_share"] = out[mix]["not_kernel_us"] / tot["await search_documents"]
     out["trio_checkpoint_us"] = await _checkpoint_cost()
     out["to_thread_round_trip_us"] = await _thread_cost()
     out["cprofile"] = await _profile(engine, corpus.queries["mid"])
@@ -542,10 +613,10 @@ def report_breakdown(n: int, res: dict[str, Any]) -> None:
     print(f"Per-query cost of search_documents at {n:,} documents ({res['segments']} segment(s)), "
           "median us per query:")
     rows = []
-    for group in ("totals_us", "stages_us", "alone_us"):
-        for name in res["mid"][group]:
+    for group in ("totals_us", "stages_us", "alone_us", "lane_us"):
+        for name in res["mid"].get(group, ()):
             rows.append([name, *(f"{res[mix][group][name]:,.1f}" for mix in MIXES)])
-    rows.append(["not the kernel (total - kernel calls)",
+    rows.append(["not the kernel (search_documents - the kernel calls of its path)",
                  *(f"{res[mix]['not_kernel_us']:,.1f}" for mix in MIXES)])
     print_table(["stage", *(f"{m} mix us" for m in MIXES)], rows)
 
