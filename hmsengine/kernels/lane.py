@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from hmsengine.kernels.jit import jit
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, segment_best
-from hmsengine.kernels.topk import ranks_before
+from hmsengine.kernels.topk import ranks_before, topk_offer
 
 #: ``where`` packs a document's segment column above these bits and its local number below.
 LOCAL_BITS = 32
@@ -30,24 +30,18 @@ LOCAL_MASK = (1 << LOCAL_BITS) - 1
 def _offer_located(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
                    where: npt.NDArray[np.int64], count: int, score: float, doc: np.int64,
                    at: np.int64) -> int:
-    # topk.topk_offer's insertion buffer (capacity <= INSERTION_MAX), with a third array moved
-    # alongside: the same order, the same kept entries.
-    m = scores.shape[0]
-    if count == m:
-        if not ranks_before(score, doc, scores[m - 1], docs[m - 1]):
-            return count
-        pos = m - 1
-    else:
-        pos = count
-        count += 1
-    while pos > 0 and ranks_before(score, doc, scores[pos - 1], docs[pos - 1]):
-        scores[pos] = scores[pos - 1]
-        docs[pos] = docs[pos - 1]
-        where[pos] = where[pos - 1]
+    # topk.topk_offer (a sorted insertion buffer: capacity <= INSERTION_MAX), then ``where``
+    # moved as it moved ``docs``: the entries after the new one one place down, the last one
+    # dropped when full. Document numbers are unique, so the new one is where ``doc`` is now.
+    end = min(count, scores.shape[0] - 1)
+    count = topk_offer(scores, docs, count, score, doc)
+    pos = end
+    while pos >= 0 and docs[pos] != doc:
         pos -= 1
-    scores[pos] = score
-    docs[pos] = doc
-    where[pos] = at
+    if pos >= 0:
+        for j in range(end, pos, -1):
+            where[j] = where[j - 1]
+        where[pos] = at
     return count
 
 
