@@ -106,14 +106,18 @@ def section_overhead(res: Result) -> str:
     out = []
     for n, b in sorted((res.get("breakdown") or {}).items(), key=lambda kv: int(kv[0])):
         rows = []
-        for group, prefix in (("totals_us", ""), ("stages_us", "- "), ("alone_us", "  ")):
+        laned = bool(lookup(b, "mid", "lane_us"))  # search_documents takes the plain lane
+        for group, prefix in (("totals_us", ""), ("stages_us", "- "), ("alone_us", "  "),
+                              ("lane_us", "  ")):
             for name in lookup(b, "mid", group) or {}:
                 rows.append([prefix + name, *(fmt_num(lookup(b, mix, group, name), ",.1f")
                                               for mix in MIXES)])
         for key, label, fmt in (
-                ("async_and_readers_us", "the async call and readers' dispatch (search_documents "
-                                         "- staged path)", ",.1f"),
-                ("not_kernel_us", "everything but the kernel calls", ",.1f"),
+                *(() if laned else (
+                    ("async_and_readers_us", "the async call and readers' dispatch "
+                                             "(search_documents - staged path)", ",.1f"),)),
+                ("not_kernel_us", "everything but the kernel calls of the path search_documents "
+                                  "takes", ",.1f"),
                 ("not_kernel_share", "share of search_documents that is not the kernel", ".2f"),
                 ("queries_sent_to_a_thread", "queries sent to a worker thread", ",.0f"),
                 ("same_as_search_documents", "queries where the staged path = search_documents",
@@ -127,7 +131,10 @@ def section_overhead(res: Result) -> str:
                    "runs through `search_documents` and through the same steps with a "
                    "`perf_counter_ns` stamp between them (`- ` rows, the staged path; its "
                    "ids and scores checked equal), order alternating; indented rows were timed "
-                   "alone. One trio checkpoint costs "
+                   "alone" + ("; plain queries take the plain-BM25 lane (`index/lane.py`), "
+                              "not the staged general path: the `lane` rows are its parts "
+                              "(the last two by difference)" if laned else "") +
+                   ". One trio checkpoint costs "
                    f"{fmt_num(b.get('trio_checkpoint_us'), '.1f')} us and a `trio.to_thread` "
                    f"round trip {fmt_num(b.get('to_thread_round_trip_us'), ',.0f')} us here:\n")
         out.append(markdown_table(["stage", *(f"{m} mix us" for m in MIXES)], rows))
