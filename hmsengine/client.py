@@ -30,7 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
+from .extras import MissingExtra
+
+try:
+    import httpx
+except ImportError:  # one line naming the extra and its install command, not a bare import error
+    raise MissingExtra("hmsengine.client", "server", "httpx") from None
 
 from ._client_async import AsyncClient, AsyncDocumentsClient, AsyncMemoryClient
 from ._client_wire import (

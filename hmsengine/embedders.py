@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import InvalidRequest
+from .extras import MissingExtra
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "MiniLMEmbedder", "bundled_embedder", "identity_of"]
 
@@ -69,11 +70,8 @@ class Embedder(Protocol):
 def _require(module: str) -> Any:
     try:
         return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"hmsengine.embedders needs the optional package {module!r}, which is not installed; "
-            f"install the extra: {EXTRA_HINT}"
-        ) from exc
+    except ImportError:
+        raise MissingExtra("hmsengine.embedders", "embed", module) from None
 
 
 # Where the packages named in the module docstring keep tokenizer.json (the same file in both).

@@ -33,6 +33,7 @@ from .facade import Engine
 from .memory import Memory
 from .memory.config import KINDS, MemoryConfig
 from .memory.jsonapi import OPERATIONS
+from .memory.stored_policies import for_store
 
 logger = logging.getLogger("hmsengine.mcp")
 SERVER_NAME = "hmsengine"
@@ -302,7 +303,8 @@ async def serve_stdio(store: str | Path, *, config: MemoryConfig | None = None) 
     from mcp.server.stdio import stdio_server
 
     async with Engine.open(store) as engine:
-        memory = Memory(engine, config)
+        # --memory-config's policies are those of a new store: the store's record wins.
+        memory = Memory(engine, for_store(engine, config or MemoryConfig()))
         server = build_server(memory)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

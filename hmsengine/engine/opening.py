@@ -2,8 +2,10 @@
 
 ``open_store`` runs in a worker thread before any actor starts (``Engine.open``). In order:
 
-1. ``flock`` on ``LOCK`` (``StoreLocked`` if another handle holds it);
-2. refuse a non-empty directory that is not a store (``InvalidRequest``);
+1. refuse a non-empty directory that is not a store (``InvalidRequest``) before ``LOCK`` is made
+   in it, so a refused open leaves nothing behind; then ``flock`` on ``LOCK`` (``StoreLocked``
+   if another handle holds it; a path that is a file or cannot be created is ``InvalidRequest``)
+   and the same check again, under the lock;
 3. read ``format.json`` (``IncompatibleStore`` when ``min_reader_version`` is too new) and check
    the key against its key-check record before any other file is read (``WrongKey``); or, for a
    new store, write ``format.json`` and the first generation (``CorruptStore``, nothing
@@ -19,6 +21,7 @@ Any failure closes what was opened and releases the lock. Synchronous: no trio h
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 
@@ -32,10 +35,20 @@ from .recovery import recover
 from .store import StoreCore
 
 
+def store_exists(path: str) -> bool:
+    """Whether a store was created at ``path`` (its ``format.json`` is there): what the command
+    line asks before a command that must not create one."""
+    return os.path.isfile(os.path.join(path, manifest.FORMAT_FILE))
+
+
 def open_store(directory: Directory, *, analyzer: str, dim: int, embedding_dim: int | None,
                now_ms: int, key: str | bytes | None = None,
                progress: Callable[[str], None] | None = None) -> StoreCore:
     """Lock, create if new, recover, and return the open core (the caller must ``close`` it)."""
+    if directory.isdir(""):
+        # Refused before the lock file is made in it: a refused open leaves nothing behind.
+        with map_errors("opening the store", file=directory.describe("")):
+            generations.check_store_directory(directory)
     directory.lock()
     try:
         with map_errors("opening the store", file=directory.describe("")):

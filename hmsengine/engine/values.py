@@ -23,6 +23,7 @@ MAX_TEXT_BYTES = 1024 * 1024
 MAX_METADATA_BYTES = 64 * 1024
 MAX_METADATA_DEPTH = 32
 MAX_EMBEDDING_DIM = 65536
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 MAX_BATCH_DOCUMENTS = 10_000
 MAX_BATCH_TEXT_BYTES = 64 * 1024 * 1024
 # One ``transact`` (a restore, an import) may be larger than a put_documents batch: it is still
@@ -323,10 +324,11 @@ def check_embedding(value: object, field: str = "embedding") -> np.ndarray | Non
         raise InvalidRequest(f"{field}: {array.size} dimensions is over the limit of {MAX_EMBEDDING_DIM}")
     if not np.all(np.isfinite(array)):
         raise InvalidRequest(f"{field}: contains NaN or infinity")
-    as32 = array.astype(np.float32)
-    if not np.all(np.isfinite(as32)):
+    # Refused above float32's largest value, not where rounding would make it infinite: a
+    # value a hair above it would round down to it and be stored as another number.
+    if np.any(np.abs(array) > _FLOAT32_MAX):
         raise InvalidRequest(f"{field}: a value overflows float32")
-    return as32
+    return array.astype(np.float32)
 
 
 def make_put(id: object, text: object, metadata: object = None, embedding: object = None,

@@ -38,6 +38,7 @@ from ..engine import check_text
 from ..errors import InvalidRequest
 from .config import KINDS
 from .core import MemoryCore
+from .inputs import MAX_NAME
 from .values import Page, Time
 
 STATUSES = ("current", "superseded", "expired", "not-yet-valid", "expired-retention")
@@ -58,6 +59,8 @@ class _Filters:
                 if not isinstance(value, str) or not value:
                     raise InvalidRequest(f"{name}: expected a non-empty string or None")
                 check_text(value, name)
+                if len(value) > MAX_NAME:  # no stored name is longer: refused, as remember does
+                    raise InvalidRequest(f"{name}: longer than {MAX_NAME} characters")
         self.namespace, self.subject, self.entity = namespace, subject, entity
         self.kinds = _choice(kind, "kind", KINDS, None)
         self.statuses = _choice(status, "status", STATUSES, ("current",))
@@ -85,12 +88,12 @@ def _choice(value: Any, field: str, allowed: tuple[str, ...],
     """One allowed name or a tuple of them (``"all"`` for every one, where statuses are meant)."""
     if value is None:
         return None if default is None else frozenset(default)
-    if value == "all" and field == "status":
-        return None
     names = (value,) if isinstance(value, str) else value
     if not isinstance(names, (list, tuple, set, frozenset)) or not names:
         raise InvalidRequest(f"{field}: expected one of {', '.join(allowed)} or a non-empty "
                              f"tuple of them, got {value!r}")
+    if field == "status" and "all" in names:
+        return None  # every status, whatever else is named with it (?status=all&status=current)
     for name in names:
         if name not in allowed:
             raise InvalidRequest(f"{field}: expected one of {', '.join(allowed)}"

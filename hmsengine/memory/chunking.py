@@ -57,14 +57,37 @@ def chunk_markdown(text: str, *, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list
     bounds each body; the prefix comes on top of it. ``InvalidRequest`` for a ``text`` that is
     not a string or a ``chunk_chars`` that is not a positive integer.
     """
+    chunks = []
+    for headings, body in chunk_parts(text, chunk_chars=chunk_chars):
+        prefix = PATH_JOIN.join(headings)
+        chunks.append(f"{prefix}\n\n{body}" if prefix else body)
+    return chunks
+
+
+def chunk_parts(text: str, *, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[tuple[tuple[str, ...], str]]:
+    """The chunks of :func:`chunk_markdown` as (the headings of the prefix, the body): the
+    prefix is those headings joined by ``" > "``. For callers that lay a chunk out otherwise
+    (``Memory.load``'s episodes: :func:`episode_text`)."""
     _check(text, chunk_chars)
     lines = _scan(text, headings=True)
     title = next((line.strip() for line, level, _ in lines if level), "")
-    chunks = []
-    for path, body in _pack(_pieces(lines, chunk_chars), chunk_chars):
-        prefix = _prefix(title, path)
-        chunks.append(f"{prefix}\n\n{body}" if prefix else body)
-    return chunks
+    return [(_prefix(title, path), body)
+            for path, body in _pack(_pieces(lines, chunk_chars), chunk_chars)]
+
+
+def episode_text(headings: tuple[str, ...], body: str) -> str:
+    """A chunk as ``Memory.load`` stores it: the prefix's headings, then the body, each heading
+    written once. The chunk's prefix names the document's first heading and the heading path, so
+    that a chunk cut from a late section still says where it belongs (seed 002); when the body
+    itself begins with the last of those headings (a chunk that starts at its section), the
+    prefix leaves that heading to the body instead of showing it twice (``# Guide`` then
+    ``# Guide`` again in the first chunk of a document with one H1; ``# Guide > ## Install``
+    then ``## Install``)."""
+    first = body.split("\n", 1)[0].strip()
+    if headings and headings[-1] == first:
+        headings = headings[:-1]
+    prefix = PATH_JOIN.join(headings)
+    return f"{prefix}\n\n{body}" if prefix else body
 
 
 def chunk_plain(text: str, *, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[str]:
@@ -266,12 +289,12 @@ def _pack(pieces: Iterator[_Piece], chunk_chars: int) -> list[_Piece]:
     return bodies
 
 
-def _prefix(title: str, path: tuple[str, ...]) -> str:
+def _prefix(title: str, path: tuple[str, ...]) -> tuple[str, ...]:
     kept: list[str] = []
     for heading in (title, *path):
         if heading and (not kept or kept[-1] != heading):
             kept.append(heading)
-    return PATH_JOIN.join(kept)
+    return tuple(kept)
 
 
-__all__ = ["DEFAULT_CHUNK_CHARS", "chunk_markdown", "chunk_plain"]
+__all__ = ["DEFAULT_CHUNK_CHARS", "chunk_markdown", "chunk_parts", "chunk_plain", "episode_text"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -32,6 +32,8 @@ from .values import Fact, file_ref
 Embedder = Callable[[list[str]], Any] | Any
 Observer = Callable[[str, tuple[str, ...]], Any]  # (event "remember" | "forget", ids)
 
+
+T = TypeVar("T")
 
 # The settings section of the namespaces' default retention (memory/retention.py).
 RETENTION_SECTION = "retention"
@@ -76,12 +78,19 @@ class EngineState:
 _STATES: weakref.WeakKeyDictionary[DocumentEngine, EngineState] = weakref.WeakKeyDictionary()
 
 
+def per_engine(registry: weakref.WeakKeyDictionary[DocumentEngine, T], engine: DocumentEngine,
+                  make: Callable[[DocumentEngine], T]) -> T:
+    """``registry``'s value for ``engine``, made by ``make`` at first use, for as long as the
+    engine lives (a value shared by every Memory over one engine)."""
+    value = registry.get(engine)
+    if value is None:
+        value = registry[engine] = make(engine)
+    return value
+
+
 def engine_state(engine: DocumentEngine) -> EngineState:
     """The one ``EngineState`` of ``engine``, made at first use, for as long as it lives."""
-    state = _STATES.get(engine)
-    if state is None:
-        state = _STATES[engine] = EngineState(engine)
-    return state
+    return per_engine(_STATES, engine, EngineState)
 
 
 @attrs.define(eq=False)
@@ -97,6 +106,9 @@ class MemoryCore:
     embedder_identity: dict[str, Any] | None = None
     embedder_problem: InvalidRequest | None = None
     observers: list[Observer] = attrs.Factory(list)
+    # The memory policies the caller's config set, recorded by the first write to a store that
+    # records none (memory/stored_policies.py, which also keeps ``config``'s policies the store's).
+    wanted_policies: dict[str, Any] = attrs.Factory(dict)
     _state: EngineState | None = None
 
     @property

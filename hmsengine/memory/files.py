@@ -5,7 +5,8 @@ the whole file's size and mtime, a summary) in its stamp, never the file's bytes
 text, what search sees, is the summary; without one the fact is stored but not searchable (an
 explanation says so). Reading the fact (``get``, ``recall``, ``history``) never touches the file;
 only ``hydrate`` does, and it checks the recorded sha256: ``ProvenanceError`` with ``reason``
-``missing_file``, ``truncated`` (the range no longer fits in the file) or ``checksum_mismatch``.
+``missing_file``, ``truncated`` (the range no longer fits in the file) or ``checksum_mismatch``
+(the bytes differ, or a whole-file reference's file changed size: it grew or shrank).
 
 Only ``file://`` URIs (no host, or ``localhost``) and plain paths are accepted: any other scheme
 is ``InvalidRequest`` and is never fetched. A relative path is resolved against the configured
@@ -226,7 +227,16 @@ def _read_range(place: Place, ref: FileRef, exclude: Sequence[str]) -> bytes:
         raise ProvenanceError(f"{ref.uri}: the file cannot be read ({exc.strerror or exc})",
                               reason="missing_file") from None
     try:
-        if ref.offset + ref.length > os.fstat(fd).st_size:
+        size = os.fstat(fd).st_size
+        if ref.offset == 0 and ref.length == ref.size and size != ref.size:
+            # A whole-file reference names the whole file: one that grew (or shrank) changed,
+            # even where its first bytes are still the recorded ones.
+            raise ProvenanceError(
+                f"{ref.uri}: the file's size changed since it was remembered, so the whole file "
+                "no longer matches the recorded sha256", reason="checksum_mismatch",
+                hint="the file changed since it was remembered: remember it again to refer to "
+                     "the new bytes")
+        if ref.offset + ref.length > size:
             raise ProvenanceError(
                 f"{ref.uri}: the file no longer holds the recorded range ({ref.offset}, "
                 f"{ref.length})", reason="truncated",
@@ -266,7 +276,10 @@ async def hydrate(core: MemoryCore, doc_id: str) -> bytes:
     if fact is None:
         raise NotFound(f"no fact {doc_id!r}")
     if fact.file is None:
-        raise InvalidRequest(f"id: {doc_id!r} is not a file-backed fact")
+        # The id names a fact, but no file-backed one: there is nothing to hydrate by it.
+        raise NotFound(f"no file-backed fact {doc_id!r}: it is a plain fact",
+                       hint="read its text with get; hydrate reads the bytes of a fact made "
+                            "by remember_file")
     ref = fact.file
     limit = core.config.max_hydrate_bytes
     if ref.length > limit:

@@ -78,6 +78,11 @@ def prepare(item: RememberInput, *, embedder_vector: Any = None, where: str = ""
     """Validate one input; the id is derived from the payload when not given. ``file`` is a
     file-backed fact's reference (memory/files.py), part of its payload and its stamp."""
     text = check_text(item.text, f"{where}text", MAX_FACT_TEXT_BYTES)
+    if file is None and not text.strip():
+        # Nothing to recall it by, and a retry of a typo'd empty argument would store it again.
+        # (A file-backed fact's text is its optional summary: it may be empty.)
+        raise InvalidRequest(f"{where}text: empty or only white space",
+                             hint="give the fact's text")
     words = len(text.split())
     if words > MAX_FACT_WORDS:
         raise InvalidRequest(f"{where}text: {words} words is over the limit of {MAX_FACT_WORDS}",

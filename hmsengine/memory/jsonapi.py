@@ -9,17 +9,36 @@ values; a list result is wrapped as ``{"items": [...]}``. ``get`` of an unknown 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 
 from ..engine import check_unicode
-from ..errors import InvalidRequest, NotFound
+from ..errors import HmsError, InvalidRequest, NotFound
 from ..wire import camel, snake, to_json
 from . import browse, files, forget, loader, recall, remember, retention
 from .core import MemoryCore
 from .values import SCOPE_KINDS, ForgetScope, RememberInput
+
+# The integer fields of the contract. JSON has one number type: 582.0 is the integer 582, as JSON
+# Schema (and so the OpenAPI document) says; a number with a fraction is refused by the checks.
+INTEGER_FIELDS = frozenset({"k", "candidateLimit", "asOf", "knownAt", "eventTime", "validFrom",
+                            "validTo", "observedAt", "chunkChars", "budgetChars", "byteRange",
+                            "ingestedBefore", "eventBefore", "retainUntil", "limit",
+                            "keepForMs"})
+# Integers past float64's exact range are refused by the checks anyway: never rounded into one.
+_EXACT = 2 ** 53
+
+
+def whole(value: Any) -> Any:
+    """``value`` with a float that holds an integer (582.0) as that integer, in lists too."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
+        return int(value)
+    if isinstance(value, list):
+        return [whole(v) for v in value]
+    return value
 
 
 def _fields(body: object, op: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -32,7 +51,7 @@ def _fields(body: object, op: str, allowed: set[str], required: tuple[str, ...] 
     for name in required:
         if name not in body:
             raise InvalidRequest(f"{name}: required for {op}")
-    return {snake(k): v for k, v in body.items()}
+    return {snake(k): whole(v) if k in INTEGER_FIELDS else v for k, v in body.items()}
 
 
 _REMEMBER = {camel(f.name) for f in attrs.fields(RememberInput)}
@@ -64,7 +83,7 @@ def _scope(value: object) -> ForgetScope:
     if kind not in SCOPE_KINDS:
         raise InvalidRequest(f"scope.{key}: unknown scope")
     constructor: Callable[[Any], ForgetScope] = getattr(ForgetScope, kind)
-    return constructor(arg)
+    return constructor(whole(arg) if key in INTEGER_FIELDS else arg)
 
 
 async def _remember(m: MemoryCore, body: Any) -> Any:
@@ -211,6 +230,37 @@ OPERATIONS: dict[str, Callable[[MemoryCore, Any], Awaitable[Any]]] = {
 }
 
 
+# The contract's field names that Python spells otherwise (valid_to), as error messages name them.
+WIRE_NAMES = {name: camel(name) for name in (
+    *(f.name for f in attrs.fields(RememberInput)), *(snake(k) for k in _RECALL),
+    *(snake(k) for k in INTEGER_FIELDS), *SCOPE_KINDS, "include_chain", "dry_run",
+    "allow_destructive", "lexical_weight", "semantic_weight", "max_bytes") if "_" in name}
+WIRE_NAMES["keep_for"] = "keepForMs"  # setRetention's duration is in ms on the wire
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
+_SNAKE_WORD = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
+
+
+def wire_text(text: str) -> str:
+    """``text`` with the contract's Python field names in their wire form (``valid_to`` ->
+    ``validTo``), leaving quoted values (``'my_id'``) as they are."""
+    out, last = [], 0
+    for quoted in _QUOTED.finditer(text):
+        out.append(_SNAKE_WORD.sub(lambda m: WIRE_NAMES.get(m[0], m[0]), text[last:quoted.start()]))
+        out.append(quoted[0])
+        last = quoted.end()
+    out.append(_SNAKE_WORD.sub(lambda m: WIRE_NAMES.get(m[0], m[0]), text[last:]))
+    return "".join(out)
+
+
+def wire_error(exc: HmsError) -> HmsError:
+    """``exc`` with its message and hint naming fields as the JSON contract does (camelCase)."""
+    message, hint = wire_text(exc.message), wire_text(exc.hint) if exc.hint else exc.hint
+    if (message, hint) != (exc.message, exc.hint):
+        exc.message, exc.hint = message, hint
+        exc.args = (message, *exc.args[1:])
+    return exc
+
+
 async def call(core: MemoryCore, op: str, body: dict[str, Any]) -> dict[str, Any]:
     """``Memory.call``: run ``op`` with the JSON ``body``; the JSON result (module docstring)."""
     handler = OPERATIONS.get(op) if isinstance(op, str) else None
@@ -218,7 +268,11 @@ async def call(core: MemoryCore, op: str, body: dict[str, Any]) -> dict[str, Any
         raise InvalidRequest(f"op: unknown operation {op!r}",
                              hint=f"one of {', '.join(sorted(OPERATIONS))}")
     body = body if body is not None else {}
-    check_unicode(body, "")  # a lone surrogate anywhere is InvalidRequest, whatever the field
-    result = await handler(core, body)
+    try:
+        check_unicode(body, "")  # a lone surrogate anywhere is InvalidRequest, whatever the field
+        result = await handler(core, body)
+    except HmsError as exc:
+        wire_error(exc)
+        raise
     assert isinstance(result, dict)
     return result

@@ -2,8 +2,10 @@
 
 ``load(document, text)`` cuts Markdown with :func:`chunk_markdown` and stores chunk n as a fact
 of kind ``episode`` with id ``<document>-<nnnn>`` (n from 1 in four digits, more above 9999):
-the chunk (with its prefix) as text, the caller's actor, ``observed_at`` as its event time and
-valid-from time, no subject and no sources.
+the chunk (with its prefix, each heading written once: :func:`chunking.episode_text`) as text,
+the caller's actor, ``observed_at`` as its event time and valid-from time, no subject, and no
+sources but ``source`` when the caller names where the text came from (``hms load`` names the
+file, so ``ForgetScope.source(path)`` finds the episodes by it).
 
 Revisions. A fact is immutable under its id, so the next revision of an episode is a new fact:
 revision r >= 2 of chunk n has id ``<document>-<nnnn>@<r>`` and supersedes the revision before
@@ -55,7 +57,7 @@ import attrs
 from ..clock import to_ms
 from ..engine import check_id, check_text
 from ..errors import Conflict, HmsError, InvalidRequest
-from .chunking import DEFAULT_CHUNK_CHARS, chunk_markdown, chunk_plain
+from .chunking import DEFAULT_CHUNK_CHARS, PATH_JOIN, chunk_parts, chunk_plain, episode_text
 from .core import MemoryCore
 from .inputs import MAX_NAME, prepare
 from .remember import remember_many
@@ -224,8 +226,11 @@ def _head(core: MemoryCore, base: str, namespace: str) -> tuple[str | None, int]
 
 async def load(core: MemoryCore, document: str, text: str, *, namespace: str = "default",
                extractor: Extractor | None = None, actor: str | None = None,
-               observed_at: Time | None = None, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> LoadResult:
+               observed_at: Time | None = None, chunk_chars: int = DEFAULT_CHUNK_CHARS,
+               source: str | None = None) -> LoadResult:
     document = _document(document)
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise InvalidRequest(f"source: expected None or a non-empty string, got {source!r}")
     if not isinstance(text, str):
         raise InvalidRequest(f"text: expected a string, got {type(text).__name__}")
     namespace = _namespace(namespace)
@@ -237,18 +242,24 @@ async def load(core: MemoryCore, document: str, text: str, *, namespace: str = "
                              f"got {chunk_chars!r}")
     episodes: list[str] = []
     facts: dict[str, None] = {}
-    for n, chunk in enumerate(chunk_markdown(text, chunk_chars=chunk_chars), start=1):
+    for n, (headings, body) in enumerate(chunk_parts(text, chunk_chars=chunk_chars), start=1):
+        chunk = episode_text(headings, body)
         base = f"{document}-{n:04d}"
         head, number = _head(core, base, namespace)
         if head is not None:
             current = await core.engine.get_document(head)
-            if current is not None and current.text == chunk:
+            # The same chunk as stored by a build that wrote chunk_markdown's text as it is
+            # (the prefix's last heading repeated by the body) is unchanged too: an upgrade
+            # rewrites no episode and calls no extractor.
+            legacy = f"{PATH_JOIN.join(headings)}\n\n{body}" if headings else body
+            if current is not None and current.text in (chunk, legacy):
                 episodes.append(head)
                 continue
         episode = RememberInput(
             text=chunk, id=base if number == 0 else f"{base}@{number + 1}", kind="episode",
             namespace=namespace, actor=actor, event_time=observed, valid_from=observed,
-            supersedes=(head,) if head is not None else ())
+            supersedes=(head,) if head is not None else (),
+            sources=(source,) if source is not None else ())
         assert episode.id is not None
         try:
             inputs: list[RememberInput] = []

@@ -16,7 +16,19 @@ from typing import Any, Never
 
 from ..engine import DocumentEngine
 from ..errors import InvalidRequest
-from . import browse, embedding, files, forget, jsonapi, loader, recall, remember, restamp, retention
+from . import (
+    browse,
+    embedding,
+    files,
+    forget,
+    jsonapi,
+    loader,
+    recall,
+    remember,
+    restamp,
+    retention,
+    stored_policies,
+)
 from .config import MemoryConfig, parse_config
 from .core import Embedder, MemoryCore, Observer
 from .index import MemoryIndex
@@ -42,6 +54,11 @@ Vector = Sequence[float] | Any  # a sequence of numbers or a numpy array
 class Memory:
     """The memory API over ``engine``. ``config`` is a MemoryConfig or its camelCase JSON.
 
+    The store keeps its memory policies (supersession, recency, historical multiplier,
+    forgetting, consolidation): a store without a record applies and, at this Memory's first
+    write, records the policies ``config`` sets; a store with one applies it, and a ``config``
+    that sets a policy to another value is ``InvalidRequest`` here. See memory/stored_policies.py.
+
     ``embedder``: None (default) for the store's own embedder: the one it records, or for a
     new store the bundled default when the ``embed`` extra is installed (then recall is
     hybrid); an embedder object or callable to use that one; ``False`` for lexical only.
@@ -56,6 +73,9 @@ class Memory:
         if embedder is True:
             raise InvalidRequest("embedder: expected None, False or an embedder, got True")
         self.core = MemoryCore(engine=engine, config=parse_config(config))
+        # The store's recorded policies replace the config's own (a conflicting config is
+        # refused here); memory/stored_policies.py.
+        stored_policies.bind(self.core, config)
         embedding.resolve(self.core, embedder)
 
     @property
@@ -257,7 +277,8 @@ class Memory:
 
     async def load(self, document: str, text: str, *, namespace: str = "default",
                    extractor: loader.Extractor | None = None, actor: str | None = None,
-                   observed_at: Time | None = None, chunk_chars: int = 2000) -> LoadResult:
+                   observed_at: Time | None = None, chunk_chars: int = 2000,
+                   source: str | None = None) -> LoadResult:
         """Store the Markdown ``text`` as episodes ``<document>-<nnnn>`` (one per chunk of
         ``chunk_markdown``) and the facts ``extractor`` draws from each chunk, chunk by chunk.
 
@@ -266,11 +287,13 @@ class Memory:
         transaction, its facts before its episode, so a load stopped inside a chunk redoes it.
         ``Conflict`` if an episode id holds another kind of fact; ``InvalidRequest`` for a bad
         name (empty, or with ``/``), ``chunk_chars`` below 64 or an extractor result that is not
-        a list of RememberInput; then nothing of that chunk is written. See memory/loader.py.
+        a list of RememberInput; then nothing of that chunk is written. ``source`` (the path or
+        URI the text came from) is listed in each written episode's sources, so that
+        ``ForgetScope.source(source)`` finds them. See memory/loader.py.
         """
         return await loader.load(self.core, document, text, namespace=namespace,
                                  extractor=extractor, actor=actor, observed_at=observed_at,
-                                 chunk_chars=chunk_chars)
+                                 chunk_chars=chunk_chars, source=source)
 
     async def capture(self, text: str, *, extractor: loader.Extractor, namespace: str = "default",
                       actor: str | None = None, observed_at: Time | None = None,

@@ -31,6 +31,7 @@ from ..engine import check_embedding, check_id, check_text
 from ..errors import InvalidRequest, NotFound
 from .config import KINDS
 from .core import MemoryCore
+from .inputs import MAX_NAME
 from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
 
 HISTORY = ("current", "all", "historical")
@@ -102,6 +103,8 @@ class _Plan:
                 raise InvalidRequest(f"{name}: expected a non-empty string")
             if value is not None:
                 check_text(value, name)
+                if len(value) > MAX_NAME:  # no stored name is longer: refused, as remember does
+                    raise InvalidRequest(f"{name}: longer than {MAX_NAME} characters")
         self.k = k
         self.limit = max(limit, k)
         self.history = history
@@ -117,8 +120,17 @@ class _Plan:
         self.t = self.as_of if self.as_of is not None else self.now
         self.embedding = options.embedding
         if self.embedding is not None:
-            check_embedding(self.embedding, "embedding")
-        self.explain = bool(options.explain)
+            vector = check_embedding(self.embedding, "embedding")
+            dim = core.engine.statistics().embedding_dim
+            # Checked here, not only by search: a recall whose filters leave no candidate never
+            # searches, and must refuse the same vectors as one that does.
+            if vector is not None and dim is not None and vector.shape[0] != dim:
+                raise InvalidRequest(f"embedding: {vector.shape[0]} dimensions, but this "
+                                     f"store's embeddings have {dim}")
+        explain = options.explain
+        if not isinstance(explain, bool):  # "false" (a string) is true: refused, not guessed
+            raise InvalidRequest(f"explain: expected true or false, got {explain!r}")
+        self.explain = explain
 
 
 # A kinds restriction selecting at most this share of the facts becomes an ids filter (the exact
@@ -364,7 +376,7 @@ async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOpti
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
     if not isinstance(doc_id, str) or doc_id not in core.index.facts:
-        check_id(doc_id)  # a bad id (a dict: unhashable) is InvalidRequest, not NotFound
+        check_id(doc_id)  # a bad id (a number, an object) is InvalidRequest, not NotFound
         raise NotFound(f"no fact {doc_id!r}")
     plan = _Plan(core, options._replace(explain=False))
     scored = await _rank(core, query, plan, hits_needed=True)

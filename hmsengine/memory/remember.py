@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from ..errors import Conflict, InvalidRequest
-from . import embedding
+from . import embedding, stored_policies
 from .core import MemoryCore
 from .inputs import PreparedFact, as_input, prepare
 from .restamp import ensure_marked, retain
@@ -42,6 +42,8 @@ async def remember_many(core: MemoryCore, inputs: Sequence[RememberInput | dict[
     if not inputs:
         raise InvalidRequest("inputs: must not be empty")
     prepared = await _prepare_all(core, inputs, files)
+    # A store made by this Memory keeps the policies it was given (stored_policies.py).
+    await stored_policies.before_write(core.engine, core.wanted_policies)
     if any(p.stamp.retain_until is not None for p in prepared):
         await ensure_marked(core.engine)  # before the first stamp with a retention end
     state = core.state

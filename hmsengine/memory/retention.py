@@ -28,6 +28,7 @@ from ..errors import InvalidRequest
 from .core import RETENTION_SECTION as SECTION
 from .core import MemoryCore, retention_defaults
 from .forget import forget
+from .inputs import MAX_NAME
 from .restamp import READER_VERSION, ensure_marked, retain
 from .values import ForgetReport, ForgetScope
 
@@ -62,6 +63,8 @@ async def set_retention(core: MemoryCore, namespace: str, keep_for: Any) -> None
     if not isinstance(namespace, str) or not namespace:
         raise InvalidRequest("namespace: expected a non-empty string")
     check_text(namespace, "namespace")
+    if len(namespace) > MAX_NAME:  # no stored namespace is longer: refused, as remember does
+        raise InvalidRequest(f"namespace: longer than {MAX_NAME} characters")
     ms = keep_ms(keep_for)
     engine = core.engine
     async with core.state.lock:

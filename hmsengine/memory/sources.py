@@ -7,9 +7,10 @@ A source is named by a path, a ``file://`` URI or a document name. It matches:
    against ``MemoryConfig.file_base``, else the working directory, ``.`` and ``..`` folded); a
    file that exists also matches through its real path (symbolic links resolved);
 2. **episodes of a loaded document**: ``load(document, ...)`` names chunk n ``<document>-<nnnn>``
-   (revisions ``@<r>``), and ``hms load PATH`` names the document after the file's stem. So the
-   value itself is taken as a document name, and a path's or URI's file stem is too
-   (``notes/guide.md`` and ``guide`` both match the episodes ``guide-0001``, ``guide-0002@2``);
+   (revisions ``@<r>``). The value itself is taken as a document name, and a path's or URI's
+   file stem is too (``notes/guide.md`` and ``guide`` both match the episodes ``guide-0001``,
+   ``guide-0002@2``) for episodes that name no file as their source (loads by older builds);
+   those that do (``hms load`` records the file's absolute path) match by that path (3);
 3. **facts that list the source** in their ``sources`` (the value as given, or its normalised
    path): what ``capture(..., source=...)`` records, or a caller's own ``sources``;
 4. everything **derived** from a match, transitively: a fact whose ``sources`` name a matched
@@ -79,8 +80,12 @@ def _path_like(source: str) -> bool:
 
 
 def _document_names(value: str) -> set[str]:
-    """The document names ``value`` may stand for: itself, and a path's file stem."""
+    """The document names ``value`` may stand for: itself, and a path's or URI's file stem
+    (a plain name such as ``notes:guide``, what ``hms load`` makes of ``notes/guide.md``
+    under a loaded directory, stands for itself only)."""
     names = {value}
+    if not _path_like(value):
+        return names
     match = _SCHEME.match(value)
     tail = urllib.parse.unquote(urllib.parse.urlsplit(value).path) if match else value
     stem = PurePosixPath(tail.replace(os.sep, "/")).stem
@@ -94,7 +99,9 @@ def _names_source(doc_id: str, stamp: Stamp, base: str | None, keys: set[str], n
     """Whether a fact itself comes from the source: its file, its document, its sources."""
     if stamp.file is not None and path_keys(str(stamp.file[0]), base) & keys:
         return True
-    if stamp.kind == "episode":
+    # An episode whose load named its file (``hms load``) is matched by that path only (rule 3):
+    # by its name's stem it would also match another directory's file of the same name.
+    if stamp.kind == "episode" and not any(_path_like(s) for s in stamp.sources):
         episode = _EPISODE.match(doc_id)
         if episode is not None and episode["doc"] in names:
             return True
@@ -123,4 +130,13 @@ def match_source(index: MemoryIndex, value: str, base: str | None) -> set[str]:
     return matched
 
 
-__all__ = ["check_source", "match_source", "path_keys"]
+def loaded_under(index: MemoryIndex, directory: str, namespace: str) -> set[str]:
+    """The absolute paths under ``directory`` (absolute, normalised) that episodes of
+    ``namespace`` name as their source: the files ``hms load`` loaded from it."""
+    prefix = directory.rstrip("/") + "/"
+    return {source for stamp in index.facts.values()
+            if stamp.kind == "episode" and stamp.namespace == namespace
+            for source in stamp.sources if source.startswith(prefix)}
+
+
+__all__ = ["check_source", "loaded_under", "match_source", "path_keys"]

@@ -16,7 +16,9 @@ at most 8 MiB at a time. A fact's file reference is checked like a new one's nam
 is decided by the memory that hydrates it (its file base), never by the import.
 
 * a fact or document whose id the store holds with the same content is skipped (a repeated
-  import adds nothing); with different content it is ``Conflict`` and nothing is written;
+  import adds nothing), a fact also when only its vector differs (the store keeps its own: a
+  vector is its embedder's, and ``reembed`` replaces them); with different content it is
+  ``Conflict`` and nothing is written;
 * an id the store holds a tombstone for is refused (listed in the report): purged content never
   comes back;
 * a tombstone in the file is applied: a live document with that id is replaced by it and the
@@ -285,7 +287,7 @@ def _parse_file(source: Path, max_bytes: int) -> list[Incoming]:
 async def apply(engine: DocumentEngine, items: list[Incoming], *, source: str,
                 progress: Progress | None = None) -> ImportReport:
     """Plan against the store, refuse conflicts, then write everything in one transaction."""
-    from .records import stored_identity
+    from .records import stored_content, stored_identity
 
     tombstones = engine.tombstones()
     puts: list[PutOp] = []
@@ -312,8 +314,10 @@ async def apply(engine: DocumentEngine, items: list[Incoming], *, source: str,
         if doc is None:
             assert item.put is not None
             puts.append(item.put)
-        elif stored_identity(doc.metadata, doc.text, doc.embedding) == (item.kind, item.identity):
-            skipped += 1
+        elif stored_identity(doc.metadata, doc.text, doc.embedding) == (item.kind, item.identity) \
+                or (item.content is not None
+                    and stored_content(doc.metadata, doc.text) == item.content):
+            skipped += 1  # the same, or the same fact with another vector (the store's kept)
         else:
             conflicts.append(item.id)
     if conflicts:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import itertools
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from hmsengine.errors import InvalidRequest
+from hmsengine.extras import install_command
 from hmsengine.localfiles import NotRegular, open_regular
 
 WINDOW_BYTES = 64 * 1024
@@ -24,9 +27,8 @@ WINDOW_BYTES = 64 * 1024
 _SNIFF_BYTES = 16 * 1024  # csv.Sniffer is regex-heavy; a few hundred lines decide a dialect
 _MAX_ERRORS = 100  # the result stays small on a file with millions of bad lines; error_count is exact
 _MAX_KEYS = 1000  # JSONL with per-record keys (ids as keys) must not grow the result without bound
-_DELIMITERS = ",;\t|"
 _EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-_PYARROW_MISSING = "pyarrow is not installed (pip install hmsengine[files])"
+_PYARROW_MISSING = f"pyarrow is not installed: {install_command('files')}"
 _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 # (line number or None when unknown, byte offset of the line, decoded text)
@@ -63,7 +65,8 @@ def inspect_file(path: str | os.PathLike[str], *, validation: str = "sampled") -
       a quoted field may span lines). A file no larger than the windows is read whole.
     - ``"full"`` streams every line (line numbers exact), and for Parquet decodes every data page.
 
-    A CSV dialect and header are sniffed from the first 16 KiB in both modes.
+    A CSV's delimiter and header are detected from the first 16 KiB in both modes, by the rule
+    of :func:`detect_dialect` (``metadata["header_rule"]`` says which part decided).
 
     Parquet reads the schema and counts from the footer in both modes. ``row_count`` counts data
     records (CSV rows without the header, non-blank JSONL lines, malformed ones included) and is
@@ -153,11 +156,8 @@ def _sniff_format(fh: IO[bytes], size: int) -> str | None:
                 return "jsonl"
         except (ValueError, RecursionError):
             pass
-    try:
-        csv.Sniffer().sniff(text or "", delimiters=_DELIMITERS)
-    except csv.Error:
-        return None
-    return "csv"
+    cut = text[: text.rfind("\n") + 1] if text and "\n" in text else text or ""
+    return "csv" if detect_dialect(cut)[1] else None
 
 
 def _window_lines(data: bytes, base: int, first_line: int | None, scan: _Scan) -> Iterator[_Line]:
@@ -252,36 +252,104 @@ def _check_json(text: str, line: int | None, offset: int, keys: dict[str, None],
     return True
 
 
-def _sniff_dialect(fh: IO[bytes], tsv: bool) -> tuple[type[csv.Dialect], bool, bool]:
-    """The dialect, whether the sniffer found it (else a default), and whether there is a header."""
+# A cell that holds a value, not a name: a number (signs, decimal point or comma, exponent,
+# thousands separators, a trailing %) or an ISO-like date or time.
+_NUMBER = re.compile(r"[-+]?(\d[\d_ ,'.]*\d|\d)([.,]\d+)?([eE][-+]?\d+)?%?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[-+]\d{2}:?\d{2})?)?"
+                   r"|\d{1,2}[./]\d{1,2}[./]\d{2,4}|\d{2}:\d{2}(:\d{2})?")
+
+
+def _typed(cell: str) -> bool:
+    cell = cell.strip()
+    return bool(_NUMBER.fullmatch(cell) or _DATE.fullmatch(cell))
+
+
+def _records(text: str, delimiter: str) -> list[list[str]]:
+    """The non-blank records of ``text`` read with ``delimiter`` (RFC 4180 quoting: ``"``,
+    doubled inside a field, newlines inside quotes), up to the first that cannot be read."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', doublequote=True,
+                        strict=True)
+    rows: list[list[str]] = []
+    while True:
+        try:
+            row = next(reader)
+        except (StopIteration, csv.Error):  # the end, or a record the sample cut in its quotes
+            return rows
+        if row:
+            rows.append(row)
+
+
+def detect_dialect(text: str, *, tsv: bool = False) -> tuple[str, bool, bool, str]:
+    """(delimiter, whether one was found, whether the first record is a header, why) for the
+    CSV ``text`` (a sample cut at a line end). The rule, in order:
+
+    1. Each candidate of ``,`` ``;`` tab ``|`` reads the sample as CSV (``"`` quotes, so quoted
+       delimiters and newlines stay in their field). Its width is the commonest field count,
+       its consistency the share of records that have it. The candidate with the highest
+       consistency among those of width 2 or more wins; ties go to the wider, then to the order
+       above (tab first for a ``.tsv``). With none of width 2 or more the file is one column
+       (delimiter ``,``, tab for ``.tsv``; not found).
+    2. The first record is a header when each of its cells is a name (not empty, not a number
+       or a date) and they are distinct, and either a column holds only numbers or dates below
+       it (a name over values), or, with two columns or more and only text, none of its names
+       recurs in its column below.
+    """
+    candidates = ("\t,;|" if tsv else ",;\t|")
+    best: tuple[float, int, int] | None = None
+    choice, rows = ("\t" if tsv else ","), []
+    for order, delimiter in enumerate(candidates):
+        records = _records(text, delimiter)
+        if len(records) > 2:
+            records = records[:-1]  # the sample may have cut it
+        widths = [len(r) for r in records]
+        if not widths:
+            continue
+        width = max(set(widths), key=lambda w: (widths.count(w), w))
+        if width < 2:
+            continue
+        score = (widths.count(width) / len(widths), width, -order)
+        if best is None or score > best:
+            best, choice, rows = score, delimiter, records
+    if best is None:
+        return choice, False, False, "one column"
+    header, why = _header(rows)
+    return choice, True, header, why
+
+
+def _header(rows: list[list[str]]) -> tuple[bool, str]:
+    """Whether the first of ``rows`` is a header, and why (rule 2 of ``detect_dialect``)."""
+    first, data = rows[0], rows[1:]
+    if any(not c.strip() or _typed(c) for c in first) or len(set(first)) != len(first):
+        return False, "the first row holds values (empty, numbers, dates or repeats), not names"
+    if not data:
+        return True, "a single row of names"
+    columns = [[r[i] for r in data if i < len(r) and r[i].strip()] for i in range(len(first))]
+    if any(col and all(_typed(c) for c in col) for col in columns):
+        return True, "a name over a column of numbers or dates"
+    if len(first) >= 2 and all(name not in col for name, col in zip(first, columns, strict=True)):
+        return True, "text columns whose first row's names never recur below"
+    return False, "text columns whose first row looks like data"
+
+
+def _sniff_dialect(fh: IO[bytes], tsv: bool) -> tuple[type[csv.Dialect], bool, bool, str]:
+    """The dialect, whether a delimiter was found, whether there is a header, and why."""
     text = _decode_prefix(_read_at(fh, 0, _SNIFF_BYTES)) or ""
     # A line cut by the sample edge would look like a row with too few fields.
     if "\n" in text.rstrip("\n"):
         text = text[: text.rfind("\n") + 1]
-    sniffer = csv.Sniffer()
-    try:
-        dialect: type[csv.Dialect] = sniffer.sniff(text, delimiters=_DELIMITERS)
-    except csv.Error:
-        # Too few lines, a ragged one, or one column: the candidate the first line holds most of,
-        # else the extension's default. No header guess: has_header needs the sniffer too.
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        guess = max(_DELIMITERS, key=first.count) if any(map(first.count, _DELIMITERS)) else None
-        delimiter = guess or ("\t" if tsv else ",")
-        return type("_Guessed", (csv.excel,), {"delimiter": delimiter}), False, False
-    try:
-        header = sniffer.has_header(text)
-    except csv.Error:
-        header = False
-    return dialect, True, header
+    delimiter, found, header, why = detect_dialect(text, tsv=tsv)
+    dialect = type("_Detected", (csv.excel,), {"delimiter": delimiter, "quotechar": '"'})
+    return dialect, found, header, why
 
 
 def _check_csv(
     fh: IO[bytes], tsv: bool, lines: Iterator[_Line], whole: bool, result: dict[str, Any], scan: _Scan
 ) -> int:
     """Parse the selected lines as CSV, report ragged rows; the number of data rows."""
-    dialect, sniffed, header = _sniff_dialect(fh, tsv)
+    dialect, sniffed, header, why = _sniff_dialect(fh, tsv)
     result["metadata"].update(
-        delimiter=dialect.delimiter, quotechar=dialect.quotechar, has_header=header, dialect_sniffed=sniffed
+        delimiter=dialect.delimiter, quotechar=dialect.quotechar, has_header=header,
+        dialect_sniffed=sniffed, header_rule=why,
     )
     rows: Iterable[_Row] = _csv_rows(lines, dialect)
     if not whole:

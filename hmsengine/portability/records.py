@@ -31,7 +31,7 @@ from ..engine import PutOp, check_embedding, check_id, check_metadata, check_tex
 from ..errors import InvalidRequest
 from ..memory.files import check_uri
 from ..memory.inputs import prepare
-from ..memory.stamp import STAMP_KEY, parse_stamp, user_metadata
+from ..memory.stamp import STAMP_KEY, parse_stamp, payload_digest, user_metadata
 from ..memory.values import RememberInput
 
 FACT_FIELDS = frozenset({
@@ -94,6 +94,8 @@ class Incoming:
     identity: str | None
     purged_at: int | None = None
     retained: bool = False  # a fact with a retention end (its stamp needs format 2)
+    # A fact's payload digest without its vector (see ``stored_content``).
+    content: str | None = None
 
 
 def _int_or_none(value: object, field: str) -> int | None:
@@ -187,8 +189,15 @@ def incoming(record: object) -> Incoming:
         retain_until=_int_or_none(record.get("retainUntil"), "retainUntil"))
     prepared = prepare(item, file=_file(record.get("file")))
     op, _ = prepared.put(ingest_time)
-    return Incoming(id=doc_id, kind=kind, put=op, identity=prepared.stamp.digest,
-                    retained=prepared.stamp.retain_until is not None)
+    st = prepared.stamp
+    content = payload_digest(
+        text=prepared.text, kind=st.kind, namespace=st.namespace, subject=st.subject,
+        entities=st.entities, metadata=prepared.metadata, embedding=None,
+        event_time=st.event_time, valid_from=st.valid_from, valid_to=st.valid_to,
+        supersedes=st.supersedes, sources=st.sources, actor=st.actor, importance=st.importance,
+        file=st.file)
+    return Incoming(id=doc_id, kind=kind, put=op, identity=st.digest,
+                    retained=st.retain_until is not None, content=content)
 
 
 def stored_identity(metadata: dict[str, Any] | None, text: str, embedding: Any) -> tuple[str, str | None]:
@@ -199,4 +208,21 @@ def stored_identity(metadata: dict[str, Any] | None, text: str, embedding: Any) 
     return "document", canonical({"text": text, "metadata": metadata, "embedding": _embedding(embedding)})
 
 
-__all__ = ["Incoming", "canonical", "incoming", "record_of", "stored_identity", "tombstone_record"]
+def stored_content(metadata: dict[str, Any] | None, text: str) -> str | None:
+    """A stored fact's payload digest without its vector, comparable with ``Incoming.content``
+    (None for a plain document). A vector is the store's embedder's, derived from the text:
+    ``hms reembed`` replaces it and keeps the fact, so a fact that comes back with another vector
+    (an export of the store after a re-embedding) is the same fact."""
+    stamp = parse_stamp((metadata or {}).get(STAMP_KEY))
+    if stamp is None:
+        return None
+    return payload_digest(
+        text=text, kind=stamp.kind, namespace=stamp.namespace, subject=stamp.subject,
+        entities=stamp.entities, metadata=user_metadata(metadata), embedding=None,
+        event_time=stamp.event_time, valid_from=stamp.valid_from, valid_to=stamp.valid_to,
+        supersedes=stamp.supersedes, sources=stamp.sources, actor=stamp.actor,
+        importance=stamp.importance, file=stamp.file)
+
+
+__all__ = ["Incoming", "canonical", "incoming", "record_of", "stored_content", "stored_identity",
+           "tombstone_record"]

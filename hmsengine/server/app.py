@@ -41,10 +41,16 @@ from starlette.routing import Route
 from ..engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult, check_unicode
 from ..errors import HmsError, InvalidRequest, NotFound
 from ..memory import Memory
-from ..memory.jsonapi import OPERATIONS
+from ..memory.jsonapi import OPERATIONS, whole, wire_error
 from ..wire import error_body, http_status, to_json
 from .auth import KeyRing
-from .guard import Refused, RequestGuard, check_json_content_type
+from .guard import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    Refused,
+    RequestGuard,
+    check_json_content_type,
+)
 from .mcp_http import PATH as MCP_PATH
 from .mcp_http import McpEndpoint
 from .openapi import API, build_openapi
@@ -52,8 +58,6 @@ from .tenants import TENANT_HEADER, TenantPool, check_tenant
 
 logger = logging.getLogger("hmsengine.server")
 
-DEFAULT_MAX_BODY = 8 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT = 30.0
 # After the limit is crossed, up to this much more of the body is read and dropped before the
 # 413 goes out, so that the client (still sending) reads the answer instead of a reset.
 DRAIN_BYTES = 1024 * 1024
@@ -133,9 +137,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """The JSON value of a body (an empty body is ``{}``); ``HttpError`` 400 if it is not JSON."""
+    """The JSON value of a body; ``HttpError`` 400 if it is not JSON, an empty body included
+    (an operation without parameters takes ``{}``, as the OpenAPI document says)."""
     if not raw.strip():
-        return {}
+        raise HttpError(400, "invalid_json", "the body is empty: send a JSON object ({} for an "
+                                             "operation without parameters)")
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
@@ -209,7 +215,8 @@ class ServerApp:
         self.max_body = max_body
         self.body_timeout = float(body_timeout)
         self.guard = guard or RequestGuard()
-        self.openapi = render(build_openapi(OPERATIONS))
+        self.openapi = render(build_openapi(OPERATIONS,
+                                            embedding_dim=getattr(pool, "embedding_dim", None)))
         # /mcp: the MCP tools over Streamable HTTP (mcp_http.py); serve() runs it.
         self.mcp = McpEndpoint(pool, keys=keys, max_body=max_body, respond=self._refusal)
         routes = Starlette(
@@ -355,12 +362,16 @@ class ServerApp:
     async def search(self, memory: Memory, request: Request, body: Any) -> Any:
         fields = _fields(body, "search", {"query", "k", "embedding", "ids", "metadata", "semantic",
                                           "lexicalWeight", "semanticWeight"}, ("query",))
-        hits: list[Hit] = await memory.engine.search_documents(
-            fields.pop("query"), k=fields.pop("k", 10), embedding=fields.pop("embedding", None),
-            ids=fields.pop("ids", None), metadata=fields.pop("metadata", None),
-            semantic=fields.pop("semantic", None),
-            lexical_weight=fields.pop("lexicalWeight", 1.0),
-            semantic_weight=fields.pop("semanticWeight", DEFAULT_SEMANTIC_WEIGHT))
+        try:
+            hits: list[Hit] = await memory.engine.search_documents(
+                fields.pop("query"), k=whole(fields.pop("k", 10)),
+                embedding=fields.pop("embedding", None), ids=fields.pop("ids", None),
+                metadata=fields.pop("metadata", None), semantic=fields.pop("semantic", None),
+                lexical_weight=fields.pop("lexicalWeight", 1.0),
+                semantic_weight=fields.pop("semanticWeight", DEFAULT_SEMANTIC_WEIGHT))
+        except HmsError as exc:  # messages name the fields as the request does (camelCase)
+            wire_error(exc)
+            raise
         return {"items": to_json(hits)}
 
     async def document(self, memory: Memory, request: Request, body: Any) -> Any:

@@ -34,6 +34,10 @@ import attrs
 from ..errors import InvalidRequest
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+# The request limits' defaults (``--max-body``, ``--timeout``), here so that ``hms serve``'s
+# options can be parsed without the server extra installed (its absence is said on use).
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT = 30.0
 JSON_MEDIA_TYPE = "application/json"
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from ..clock import MAX_MS, MIN_MS
 from ..memory.config import KINDS
+from ..memory.files import MAX_FORMAT
 from ..memory.recall import HISTORY
+from ..memory.retention import MAX_KEEP_MS
 from .tenants import DEFAULT_TENANT, TENANT_HEADER, TENANT_PATTERN
 
 Schema = dict[str, Any]
@@ -41,15 +43,40 @@ def strings(item: Schema | None = None) -> Schema:
     return {"type": "array", "items": item or {"type": "string"}}
 
 
+def _class(chars: str) -> str:
+    """The characters of a regex class, each as a \\uXXXX escape (JSON Schema, ECMA 262, Python
+    and Rust regexes all read them the same)."""
+    return "".join(f"\\u{ord(c):04x}" for c in chars)
+
+
+# What str.isspace() holds (the server strips these to find an empty text), and the control
+# characters an id may not hold (engine/values.py).
+_SPACE = _class("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000")
+_CONTROL = "\\u0000-\\u001f\\u007f-\\u009f"
+# Text with at least one character that is not white space (a pattern matches anywhere).
+NOT_BLANK = f"[^{_SPACE}]"
+# The largest float32: an embedding's values must fit in one (a larger value is 422).
+FLOAT32_MAX = 3.4028234663852886e38
+
 TIME: Schema = {"type": "integer", "minimum": MIN_MS, "maximum": MAX_MS,
-                "description": "milliseconds since the Unix epoch (UTC)"}
-ID: Schema = {"type": "string", "minLength": 1, "maxLength": 512,
+                "description": "milliseconds since the Unix epoch (UTC); a number without a "
+                               "fraction (582 or 582.0)"}
+ID: Schema = {"type": "string", "minLength": 1, "maxLength": 512, "pattern": f"^[^{_CONTROL}]+$",
               "description": "an id: 1 to 512 bytes of UTF-8, no control characters"}
+# load's document name: an id holding a character other than white space, and no "/".
+DOCUMENT: Schema = {"type": "string", "minLength": 1, "maxLength": 512,
+                    "pattern": f"^[^{_CONTROL}/]*[^{_CONTROL}/{_SPACE}][^{_CONTROL}/]*$",
+                    "description": "a document name: an id without '/', not only white space"}
 NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 512}
-# A name only looked up (forget scopes, load and profile namespaces): any non-empty string.
+QUERY: Schema = {"type": "string", "maxLength": 65536, "description": "at most 64 KiB of UTF-8"}
+# A name only looked up (forget scopes): any non-empty string.
 LOOKUP: Schema = {"type": "string", "minLength": 1}
-EMBEDDING: Schema = {"type": "array", "items": {"type": "number"}, "minItems": 1,
-                     "description": "a vector of finite numbers (float32 range)"}
+EMBEDDING: Schema = {"type": "array", "minItems": 1, "maxItems": 65536,
+                     "items": {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX},
+                     "description": "a vector of numbers in float32's range; every vector of a "
+                                    "store has the dimension of its first (or the server's "
+                                    "--input-dim)"}
 METADATA: Schema = {"type": "object", "description": "a JSON object, at most 64 KiB as JSON"}
 NUMBER_OR_NULL = nullable({"type": "number"})
 INT_OR_NULL = nullable({"type": "integer"})
@@ -57,33 +84,43 @@ STRING_OR_NULL = nullable({"type": "string"})
 KIND: Schema = {"type": "string", "enum": list(KINDS)}
 
 _REMEMBER_PROPS: dict[str, Schema] = {
-    "text": {"type": "string", "description": "the fact; at most 64 KiB and 4096 words"},
+    "text": {"type": "string", "maxLength": 65536, "pattern": NOT_BLANK,
+             "description": "the fact: not only white space, at most 64 KiB of UTF-8 and 4096 "
+                            "words"},
     "id": nullable(ID), "subject": nullable(NAME), "entities": strings(NAME),
-    "metadata": nullable(METADATA), "embedding": nullable(EMBEDDING),
+    "metadata": nullable(METADATA), "embedding": nullable(ref("Embedding")),
     "eventTime": nullable(TIME), "validFrom": nullable(TIME), "validTo": nullable(TIME),
-    "supersedes": strings(ID), "kind": KIND, "namespace": NAME, "sources": strings(NAME),
+    "supersedes": {**strings(ID), "description": "ids of stored facts (or of facts earlier in "
+                                                 "the same rememberMany)"},
+    "kind": KIND, "namespace": NAME, "sources": strings(NAME),
     "actor": nullable(NAME), "importance": NUMBER_OR_NULL,
     "retainUntil": nullable({**TIME, "description": "when the store stops keeping the fact "
                                                     "(ms since the Unix epoch)"}),
 }
+_WINDOW = "validTo, when given with validFrom, must be after it (422 otherwise)"
 _RECALL_PROPS: dict[str, Schema] = {
-    "query": {"type": "string"},
+    "query": QUERY,
     "k": {"type": "integer", "minimum": 1, "maximum": 1000},
     "asOf": nullable(TIME), "knownAt": nullable(TIME),
     "history": {"type": "string", "enum": list(HISTORY)},
     "subject": nullable(NAME), "entity": nullable(NAME), "namespace": nullable(NAME),
     "kinds": {"anyOf": [KIND, {"type": "array", "items": KIND, "minItems": 1}, {"type": "null"}]},
-    "embedding": nullable(EMBEDDING),
+    "embedding": nullable(ref("Embedding")),
     "candidateLimit": {"type": "integer", "minimum": 1, "maximum": 1000},
     "explain": {"type": "boolean"},
 }
 _STATUS: Schema = {"type": "string", "enum": list(STATUSES)}
+_ALL: Schema = {"type": "string", "const": "all"}
+# Only the nextCursor of a page of the same listing (same filters) is a cursor: anything else is
+# 422, which JSON Schema cannot say.
+CURSOR: Schema = {"type": "string", "description": "the nextCursor of the previous page, as it came, "
+                  "with the same filters; any other string is 422"}
 _LIST_PROPS: dict[str, Schema] = {
     "namespace": nullable(NAME), "subject": nullable(NAME), "entity": nullable(NAME),
     "kind": {"anyOf": [KIND, {"type": "array", "items": KIND, "minItems": 1}, {"type": "null"}]},
-    "status": {"anyOf": [_STATUS, {"type": "string", "const": "all"},
-                         {"type": "array", "items": _STATUS, "minItems": 1}, {"type": "null"}],
-               "description": "default 'current'; 'all' for every status"},
+    "status": {"anyOf": [_STATUS, _ALL, {"type": "array", "items": {"anyOf": [_STATUS, _ALL]},
+                                         "minItems": 1}, {"type": "null"}],
+               "description": "default 'current'; 'all' (alone or among others) for every status"},
     "metadata": nullable({"type": "object", "minProperties": 1}),
     "asOf": nullable(TIME), "knownAt": nullable(TIME),
 }
@@ -93,16 +130,18 @@ _SCOPE: Schema = {
     "properties": {
         "ids": {"type": "array", "items": {},
                 "description": "ids to remove; what is not the id of a fact is ignored"},
-        "subject": LOOKUP, "entity": LOOKUP, "namespace": LOOKUP, "source": LOOKUP,
+        "subject": LOOKUP, "entity": LOOKUP, "namespace": LOOKUP,
+        "source": {"type": "string", "minLength": 1, "pattern": "^[^\\u0000]*$"},
         "ingestedBefore": TIME, "eventBefore": TIME,
         "metadata": {"type": "object", "minProperties": 1},
     },
 }
 
 SCHEMAS: dict[str, Schema] = {
+    "Embedding": EMBEDDING,
     "Error": obj({"error": obj({"code": {"type": "string"}, "message": {"type": "string"},
                                 "hint": {"type": "string"}}, ["code", "message"])}, ["error"]),
-    "RememberInput": obj(_REMEMBER_PROPS, ["text"]),
+    "RememberInput": obj(_REMEMBER_PROPS, ["text"], description=_WINDOW),
     "RememberResult": obj({"id": {"type": "string"}, "created": {"type": "boolean"},
                            "superseded": strings()}, ["id", "created", "superseded"]),
     "FileRef": obj({"uri": {"type": "string"}, "offset": {"type": "integer"},
@@ -155,15 +194,15 @@ SCHEMAS: dict[str, Schema] = {
                      "embedding": nullable({"type": "array", "items": {"type": "number"}})},
                     ["id", "text", "metadata", "embedding"]),
     "DocumentInput": obj({"text": {"type": "string", "description": "at most 1 MiB of UTF-8"},
-                          "metadata": nullable(METADATA), "embedding": nullable(EMBEDDING)},
+                          "metadata": nullable(METADATA), "embedding": nullable(ref("Embedding"))},
                          ["text"]),
     "PutResult": obj({"id": {"type": "string"}, "created": {"type": "boolean"},
                       "revision": {"type": "integer"}}, ["id", "created", "revision"]),
     "DeleteResult": obj({"id": {"type": "string"}, "deleted": {"type": "boolean", "const": True}},
                         ["id", "deleted"]),
     "SearchRequest": obj({
-        "query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "embedding": nullable(EMBEDDING), "ids": nullable(strings(ID)),
+        "query": QUERY, "k": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "embedding": nullable(ref("Embedding")), "ids": nullable(strings(ID)),
         "metadata": nullable(METADATA), "semantic": nullable({"type": "string", "enum": ["ngram"]}),
         "lexicalWeight": {"type": "number", "minimum": 0},
         "semanticWeight": {"type": "number", "minimum": 0},
@@ -213,20 +252,22 @@ MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
                     obj({"dryRun": {"type": "boolean"}, "allowDestructive": {"type": "boolean"}}),
                     ref("ConsolidateReport")),
     "load": ("Load a Markdown document as episodes (idempotent by content).",
-             obj({"document": ID, "text": {"type": "string"}, "namespace": LOOKUP,
+             obj({"document": DOCUMENT, "text": {"type": "string"}, "namespace": NAME,
                   "actor": nullable(NAME), "observedAt": nullable(TIME),
                   "chunkChars": {"type": "integer", "minimum": 64}}, ["document", "text"]),
              ref("LoadResult")),
-    "capture": ("Refused over JSON (it needs an extractor, a callable): always 422.",
-                obj({"text": {"type": "string"}, "namespace": NAME, "actor": nullable(NAME),
-                     "observedAt": nullable(TIME)}, ["text"]),
-                items({"type": "string"})),
     "rememberFile": ("Remember a reference to a file's bytes under the configured fileBase "
                      "(422 when the server has none).",
-                     obj({"uri": {"type": "string", "minLength": 1},
+                     obj({"uri": {"type": "string", "minLength": 1, "maxLength": 4096,
+                                  "pattern": "^[^\\u0000]*$",
+                                  "description": "a path under the server's fileBase (relative "
+                                                 "to it, or absolute inside it) or a file:// URI "
+                                                 "of one; no other scheme"},
                           "byteRange": nullable({"type": "array", "items": {"type": "integer", "minimum": 0},
                                                  "minItems": 2, "maxItems": 2}),
-                          "format": STRING_OR_NULL, "summary": STRING_OR_NULL,
+                          "format": nullable({"type": "string", "minLength": 1,
+                                              "maxLength": MAX_FORMAT}),
+                          "summary": STRING_OR_NULL,
                           **{k: v for k, v in _REMEMBER_PROPS.items() if k != "text"}}, ["uri"]),
                      ref("RememberResult")),
     "hydrate": ("The bytes of a file-backed fact, sha256 checked (base64; 409 provenance_error).",
@@ -236,7 +277,7 @@ MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
     "list": ("One page of facts, newest first, with the cursor of the next page (null on the "
              "last); a listing never skips or repeats a fact, whatever is written meanwhile.",
              obj(_LIST_PROPS | {"limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-                                "cursor": nullable({"type": "string"})}), ref("Page")),
+                                "cursor": nullable(CURSOR)}), ref("Page")),
     "count": ("How many facts list returns over all its pages, with the same filters.",
               obj(_LIST_PROPS), obj({"count": {"type": "integer", "minimum": 0}}, ["count"])),
     "applyRetention": ("Forget the facts past their retention (dry run by default).",
@@ -245,15 +286,20 @@ MEMORY_OPERATIONS: dict[str, tuple[str, Schema, Schema]] = {
     "setRetention": ("Set (keepForMs) or remove (null) the default retention of a namespace; "
                      "the defaults after the change.",
                      obj({"namespace": NAME,
-                          "keepForMs": nullable({"type": "integer", "minimum": 1})},
+                          "keepForMs": nullable({"type": "integer", "minimum": 1,
+                                                 "maximum": MAX_KEEP_MS})},
                          ["namespace", "keepForMs"]),
                      obj({"retention": {"type": "object",
                                         "additionalProperties": {"type": "integer"}}},
                          ["retention"])),
     "profile": ("A prompt-ready block of the current profile facts of a namespace.",
-                obj({"namespace": LOOKUP, "budgetChars": {"type": "integer", "minimum": 0}}),
+                obj({"namespace": NAME, "budgetChars": {"type": "integer", "minimum": 0}}),
                 ref("Profile")),
 }
+# Operations no JSON body can carry out: the server answers them with 422 and a hint (capture
+# needs an extractor, a callable), so the document leaves them out: it lists what a request
+# can do.
+NOT_OVER_JSON = frozenset({"capture"})
 GENERIC_REQUEST: Schema = {"type": "object"}
 GENERIC_RESPONSE: Schema = {"type": "object"}
 
@@ -285,9 +331,9 @@ def _responses(ok: Schema, description: str = "the result") -> dict[str, Any]:
 
 
 def _body(schema: Schema) -> dict[str, Any]:
-    # An empty body is read as {}: required only where {} is not a valid request.
-    required = bool(resolve(schema, {"components": {"schemas": SCHEMAS}}).get("required"))
-    return {"required": required, "content": {"application/json": {"schema": schema}}}
+    # Every POST and PUT sends a JSON body as application/json (an operation without parameters
+    # takes {}): the server refuses a body without that Content-Type (415, server/guard.py).
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
 _TENANT_PARAM = {
@@ -307,19 +353,23 @@ _LIST_QUERY = [
      "schema": {"type": "array", "items": KIND}},
     {"name": "status", "in": "query", "required": False, "explode": True,
      "description": "default current; 'all' for every status",
-     "schema": {"type": "array", "items": {"anyOf": [_STATUS, {"const": "all"}]}}},
+     "schema": {"type": "array", "items": {"anyOf": [_STATUS, _ALL]}}},
     {"name": "asOf", "in": "query", "required": False, "schema": TIME},
     {"name": "knownAt", "in": "query", "required": False, "schema": TIME},
     {"name": "limit", "in": "query", "required": False,
      "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+    {"name": "cursor", "in": "query", "required": False, "schema": CURSOR},
 ]
 
 
-def build_openapi(operations: Iterable[str]) -> dict[str, Any]:
-    """The OpenAPI document for a server whose JSON contract has ``operations``."""
+def build_openapi(operations: Iterable[str], *, embedding_dim: int | None = None) -> dict[str, Any]:
+    """The OpenAPI document for a server whose JSON contract has ``operations``; with
+    ``embedding_dim`` (``--input-dim``) every embedding it takes has exactly that many numbers."""
+    schemas = copy.deepcopy(SCHEMAS)
+    if embedding_dim is not None:
+        schemas["Embedding"] = {**EMBEDDING, "minItems": embedding_dim, "maxItems": embedding_dim}
     paths: dict[str, Any] = {}
-    for op in sorted(operations):
+    for op in sorted(set(operations) - NOT_OVER_JSON):
         summary, request, response = MEMORY_OPERATIONS.get(
             op, (f"The {op} operation of the JSON contract.", GENERIC_REQUEST, GENERIC_RESPONSE))
         paths[f"{API}/memory/{op}"] = {"post": {
@@ -367,7 +417,7 @@ def build_openapi(operations: Iterable[str]) -> dict[str, Any]:
                                 "every error is {\"error\": {\"code\", \"message\"}}."},
         "paths": paths,
         "components": {
-            "schemas": copy.deepcopy(SCHEMAS),
+            "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                            "description": "only when the server has --api-keys"}},
         },

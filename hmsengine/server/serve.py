@@ -33,7 +33,7 @@ import signal
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -41,10 +41,18 @@ import trio
 from ..errors import HmsError, InvalidRequest
 from ..memory.config import MemoryConfig
 from ..replication.options import Replication, check_segment, parse_target
-from .app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, ServerApp
 from .auth import KeyRing
-from .guard import RequestGuard, check_host_argument, check_origin_argument
+from .guard import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    RequestGuard,
+    check_host_argument,
+    check_origin_argument,
+)
 from .tenants import DEFAULT_MAX_OPEN, TenantPool, check_file_base, replicated_tenants
+
+if TYPE_CHECKING:
+    from .app import ServerApp
 
 logger = logging.getLogger("hmsengine.server")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
@@ -234,6 +242,8 @@ def hypercorn_config(options: ServeOptions) -> Any:
 async def serve(options: ServeOptions, *, announce: Any = None) -> None:
     """Serve until SIGINT or SIGTERM, then drain, close every store and return."""
     from hypercorn.trio import serve as hypercorn_serve
+
+    from .app import ServerApp  # starlette: imported only when serving (the server extra)
 
     announce = announce or (lambda line: print(line, flush=True))
     shutdown = trio.Event()

@@ -42,6 +42,7 @@ from ..errors import EngineClosed, HmsError, InvalidRequest, InvalidTenant
 from ..facade import Engine
 from ..memory import Memory
 from ..memory.config import MemoryConfig
+from ..memory.stored_policies import for_store
 from ..replication.options import Replication
 
 TENANT_HEADER = "x-hms-tenant"
@@ -138,6 +139,12 @@ class TenantPool:
                 yield pool
             finally:
                 pool._close_all()
+
+    @property
+    def embedding_dim(self) -> int | None:
+        """The dimension every tenant's embeddings have (``--input-dim``), or None: each store's
+        first embedding fixes its own."""
+        return self._embedding_dim
 
     def file_base_of(self, name: str) -> str | None:
         """Tenant ``name``'s own file base: ``<fileBase>/<name>``, or None without a base."""
@@ -237,7 +244,8 @@ class TenantPool:
                 config = self._config
                 if config.file_base is not None:
                     config = attrs.evolve(config, file_base=self.file_base_of(tenant.name))
-                tenant.memory = Memory(engine, config)
+                # The server's policies are those of new stores: a tenant's record wins.
+                tenant.memory = Memory(engine, for_store(engine, config))
                 task_status.started()
                 started = True
                 await tenant.close_requested.wait()

@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Protocol
 
-from ..errors import StoreLocked
+from ..errors import InvalidRequest, StoreLocked
 
 
 class FileHandle(Protocol):
@@ -207,14 +207,31 @@ class FsDirectory:
         conflicts too (POSIX ``fcntl`` record locks would not).
         """
         if not os.path.isdir(self.root):
-            os.makedirs(self.root, exist_ok=True)
+            # A path that cannot hold a store is bad input, said in one line (never an OSError
+            # traceback): a file, or a directory that cannot be created (/proc, no permission).
+            if os.path.lexists(self.root):
+                raise InvalidRequest(f"{self.root} is not a directory, so it cannot hold a store",
+                                     hint="give a new directory or one a store was created in")
+            try:
+                os.makedirs(self.root, exist_ok=True)
+            except OSError as exc:
+                raise InvalidRequest(f"cannot create the store directory {self.root} "
+                                     f"({exc.strerror or exc})",
+                                     hint="give a directory that can be created, or an existing "
+                                          "store") from None
             # Make the new root's own directory entry durable too.
             parent = os.open(os.path.dirname(self.root), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
             try:
                 os.fsync(parent)
             finally:
                 os.close(parent)
-        fd = os.open(self._path(self.LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fd = os.open(self._path(self.LOCK_NAME),
+                         os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            raise InvalidRequest(f"cannot open the store {self.root} for writing "
+                                 f"({exc.strerror or exc})",
+                                 hint="give a directory this user may write in") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -12,6 +12,7 @@ import pytest
 from ptyrun import run_on_pty
 
 from hmsengine.cli import main
+from hmsengine.cli_load import SEARCH_HINT
 
 PARIS = ["remember", "Alice lives in Paris", "--id", "paris", "--subject", "alice/city",
          "--valid-from", "2020-01-01T00:00:00Z", "--entity", "alice"]
@@ -145,14 +146,16 @@ def test_load_100_files_progress_bar_on_pty_only(tmp_path):
     rc, out = run_on_pty(["load", str(docs / "*.md"), "--store", str(tmp_path / "a")])
     assert rc == 0, out
     assert b"loading" in out and b"100%" in out and "━".encode() in out
-    assert b"loaded 100 document(s)" in out
+    assert b"loaded 100 file(s): 100 new, 0 changed, 0 unchanged, 0 removed" in out
     rc, out = run_on_pty(["load", str(docs / "*.md"), "--json", "--store", str(tmp_path / "b")])
     assert rc == 0, out
     assert b"loading" not in out and b"\x1b[" not in out
     assert len(json.loads(out)["documents"]) == 100
     piped = subprocess.run([sys.executable, "-m", "hmsengine.cli", "load", str(docs / "*.md"),
                             "--store", str(tmp_path / "c")], capture_output=True, check=True)
-    assert piped.stdout.decode().strip() == "loaded 100 document(s): 100 episode(s), 0 fact(s)"
+    assert piped.stdout.decode().strip().splitlines() == [
+        "loaded 100 file(s): 100 new, 0 changed, 0 unchanged, 0 removed; 100 episode(s), 0 fact(s)",
+        SEARCH_HINT]
 
 
 def test_as_a_process_exit_codes_without_traceback(tmp_path):

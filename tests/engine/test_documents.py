@@ -332,12 +332,13 @@ async def test_statistics_counts(store_path):
 
 
 async def test_open_refuses_foreign_directory(tmp_path):
-    """A non-empty directory that is not a store is refused, untouched."""
+    """A non-empty directory that is not a store is refused, untouched: not even a LOCK file
+    is made in it (issue 23)."""
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(InvalidRequest, match="not an hmsengine store"):
         async with Engine.open(str(tmp_path)):
             pass
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["LOCK", "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 async def test_open_validates_options():

@@ -19,6 +19,7 @@ from hmsengine import (
     RememberInput,
     chunk_markdown,
 )
+from hmsengine.memory.chunking import chunk_parts, episode_text
 
 UTC = dt.UTC
 DAY = 86_400_000
@@ -49,6 +50,11 @@ DOC = "\n\n".join([
 CHUNK_CHARS = 90  # four chunks of DOC, one per section
 
 
+def episode_texts(text: str, chunk_chars: int) -> list[str]:
+    """What load stores for each chunk: chunk_markdown's chunk, each heading written once."""
+    return [episode_text(*part) for part in chunk_parts(text, chunk_chars=chunk_chars)]
+
+
 class Recorder:
     """An extractor that records its calls and returns one fact per chunk, naming the section."""
 
@@ -71,7 +77,7 @@ async def test_episode_ids_order_and_fields():
         memory = Memory(engine)
         result = await memory.load("outage", DOC, actor="loader", observed_at=OBSERVED,
                                    chunk_chars=CHUNK_CHARS)
-        chunks = chunk_markdown(DOC, chunk_chars=CHUNK_CHARS)
+        chunks = episode_texts(DOC, CHUNK_CHARS)
         assert isinstance(result, LoadResult) and len(chunks) == 4
         assert result.episodes == ("outage-0001", "outage-0002", "outage-0003", "outage-0004")
         assert result.facts == ()
@@ -80,7 +86,12 @@ async def test_episode_ids_order_and_fields():
             assert (fact.text, fact.kind, fact.actor) == (chunk, "episode", "loader")
             assert (fact.event_time, fact.valid_from, fact.subject, fact.sources) == \
                 (OBSERVED, OBSERVED, None, ())
-        assert chunks[2].startswith("# Outage of the search cluster > ## Cause\n\n")
+        assert chunk_markdown(DOC, chunk_chars=CHUNK_CHARS)[2].startswith(
+            "# Outage of the search cluster > ## Cause\n\n## Cause\n\n")
+        # The episode writes each heading once: the title as context, then the section.
+        assert chunks[2] == ("# Outage of the search cluster\n\n## Cause\n\n"
+                             "The disk filled with old snapshots nobody pruned.")
+        assert chunks[0].count("# Outage of the search cluster") == 1
 
 
 async def test_episode_numbers_above_9999_get_more_digits():
@@ -106,7 +117,7 @@ async def test_extractor_sees_chunks_with_prefix_and_earlier_facts():
         extractor = Recorder()
         result = await memory.load("outage", DOC, namespace="ops", extractor=extractor,
                                    observed_at=OBSERVED, chunk_chars=CHUNK_CHARS)
-        chunks = chunk_markdown(DOC, chunk_chars=CHUNK_CHARS)
+        chunks = episode_texts(DOC, CHUNK_CHARS)
         assert [chunk for chunk, _ in extractor.calls] == chunks
         # newest first: "old" took effect now, the document's facts at its earlier observed_at
         f1, f2, f3, _ = result.facts
@@ -151,7 +162,7 @@ async def test_facts_before_episodes_and_an_interrupted_load_resumes():
             assert await memory.get((await memory.get(fact_id)).sources[-1]) is not None
         again = Recorder()
         result = await memory.load("outage", DOC, extractor=again, chunk_chars=CHUNK_CHARS)
-        chunks = chunk_markdown(DOC, chunk_chars=CHUNK_CHARS)
+        chunks = episode_texts(DOC, CHUNK_CHARS)
         assert [chunk for chunk, _ in again.calls] == chunks[2:]
         assert len(result.episodes) == 4 and len(result.facts) == 2
 
@@ -429,3 +440,38 @@ async def test_json_load_profile_and_capture():
                          ("capture", {"text": "some text"})]:
             with pytest.raises(InvalidRequest):
                 await memory.call(op, body)
+
+
+async def test_episodes_stored_with_the_heading_twice_are_unchanged_on_reload():
+    """Episodes an older build stored as chunk_markdown's text (the heading repeated by the body)
+    count as unchanged: a reload writes nothing and calls no extractor."""
+    async with Engine.open(None) as engine:
+        memory = Memory(engine)
+        legacy = chunk_markdown(DOC, chunk_chars=CHUNK_CHARS)
+        assert legacy != episode_texts(DOC, CHUNK_CHARS)
+        await memory.remember_many([RememberInput(text=chunk, id=f"outage-{n:04d}", kind="episode")
+                                    for n, chunk in enumerate(legacy, start=1)])
+        revision = engine.revision
+        extractor = Recorder()
+        result = await memory.load("outage", DOC, extractor=extractor, chunk_chars=CHUNK_CHARS)
+        assert result.episodes == ("outage-0001", "outage-0002", "outage-0003", "outage-0004")
+        assert engine.revision == revision and extractor.calls == []
+
+
+async def test_a_loads_source_is_recorded_and_forgets_only_that_file(tmp_path):
+    """load(source=path) lists the path in each episode's sources; ForgetScope.source(path) then
+    forgets that document's episodes and the facts drawn from them, not another file's of the
+    same name."""
+    async with Engine.open(None) as engine:
+        memory = Memory(engine)
+        here, there = str(tmp_path / "a" / "notes.md"), str(tmp_path / "b" / "notes.md")
+        await memory.load("a:notes", DOC, source=here, extractor=Recorder(), chunk_chars=CHUNK_CHARS)
+        await memory.load("b:notes", DOC, source=there, chunk_chars=CHUNK_CHARS)
+        assert (await memory.get("a:notes-0001")).sources == (here,)
+        report = await memory.forget(ForgetScope.source(here), dry_run=True)
+        assert {i for i in report.removed if i.startswith("a:notes-")} == \
+            {f"a:notes-{n:04d}" for n in range(1, 5)}
+        assert len(report.removed) == 8  # the four episodes and the four facts drawn from them
+        assert not [i for i in report.removed if i.startswith("b:")]
+        with pytest.raises(InvalidRequest, match="source"):
+            await memory.load("c", DOC, source="  ")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import random
 
 import pytest
 
@@ -15,6 +16,7 @@ from hmsengine import (
     ForgetScope,
     InvalidRequest,
     Memory,
+    MemoryConfig,
     NotFound,
     RememberInput,
 )
@@ -211,6 +213,28 @@ async def test_default_recall_equals_search_bit_for_bit():
             hits = await engine.search_documents(query, k=10)
             recalled = await memory.recall(query, k=10)
             assert [(h.id, h.score) for h in hits] == [(r.fact.id, r.score) for r in recalled]
+
+
+async def test_recall_with_a_query_vector_ranks_like_search_with_it():
+    """recall(q, embedding=v) with default options returns search_documents(q, embedding=v)'s
+    ids and scores: both fuse with the one default semantic weight (issue 23, item 12)."""
+    import inspect
+
+    from hmsengine.memory.config import DEFAULT_SEMANTIC_WEIGHT
+
+    assert inspect.signature(Engine.search_documents).parameters["semantic_weight"].default \
+        == MemoryConfig().semantic_weight == DEFAULT_SEMANTIC_WEIGHT
+    rng = random.Random(23)
+    vectors = {i: [rng.uniform(-1, 1) for _ in range(8)] for i in range(120)}
+    async with Engine.open(None) as engine:
+        memory = Memory(engine, embedder=False)
+        await memory.remember_many([RememberInput(text=f"note {i} on {'tea' if i % 3 else 'coffee'}",
+                                                  embedding=vectors[i]) for i in range(120)])
+        for query, vector in (("tea", vectors[5]), ("coffee note", vectors[40]), ("zz", vectors[7])):
+            hits = await engine.search_documents(query, k=10, embedding=vector)
+            recalled = await memory.recall(query, k=10, embedding=vector)
+            assert [(h.id, h.score) for h in hits] == [(r.fact.id, r.score) for r in recalled]
+            assert hits and hits[0].semantic is not None  # the cosine signal took part
 
 
 async def test_explain_matches_recall_scores():

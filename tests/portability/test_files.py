@@ -81,6 +81,29 @@ async def test_checksum_mismatch_missing_and_truncated(data_file: Path) -> None:
         assert [f.id for f in await memory.history(whole.id)] == [whole.id]
 
 
+async def test_a_whole_file_that_grew_or_shrank_is_a_checksum_mismatch(data_file: Path) -> None:
+    """A whole-file reference names the whole file: after an append (its first bytes unchanged)
+    or a shrink, hydrate is checksum_mismatch, never the old prefix; a byte range inside the
+    unchanged part still hydrates."""
+    async with Engine.open(None) as engine:
+        memory = engine.memory()
+        whole = await memory.remember_file(str(data_file))
+        head = await memory.remember_file(str(data_file), byte_range=(0, 8))
+        with data_file.open("ab") as f:
+            f.write(b"4,dave\n")
+        with pytest.raises(ProvenanceError) as grown:
+            await memory.hydrate(whole.id)
+        assert grown.value.reason == "checksum_mismatch"
+        assert await memory.hydrate(head.id) == CONTENT[:8]
+        data_file.write_bytes(CONTENT + b"4,dave\n")
+        again = await memory.remember_file(str(data_file))
+        data_file.write_bytes(CONTENT)
+        with pytest.raises(ProvenanceError) as shrunk:
+            await memory.hydrate(again.id)
+        assert shrunk.value.reason == "checksum_mismatch"
+        assert await memory.hydrate(whole.id) == CONTENT
+
+
 async def test_other_schemes_are_refused_without_any_network(data_file: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     def no_network(*args: object, **kwargs: object) -> None:
@@ -124,7 +147,7 @@ async def test_bad_input(data_file: Path, tmp_path: Path) -> None:
             with pytest.raises(InvalidRequest):
                 await memory.remember_file(missing)
         plain = await memory.remember("not a file")
-        with pytest.raises(InvalidRequest, match="not a file-backed"):
+        with pytest.raises(NotFound, match="no file-backed fact"):
             await memory.hydrate(plain.id)
         with pytest.raises(NotFound):
             await memory.hydrate("m-nothing")

@@ -80,14 +80,50 @@ def test_csv_semicolon_dialect_is_sniffed(tmp_path):
     assert result["errors"] == []
 
 
-def test_csv_small_ragged_semicolon_file_falls_back_to_the_first_line(tmp_path):
-    """Where the sniffer gives up (few lines, one ragged), the first line's delimiter is used."""
+def test_csv_small_ragged_semicolon_file_keeps_its_dialect_and_header(tmp_path):
+    """A few lines, one ragged: the delimiter most records agree on, the header, the bad line."""
     text = "id;name;score\r\n1;alice;0.5\r\n2;bob;0.7\r\n3;carol\r\n"
     result = inspect(write(tmp_path, "r.csv", text), "full")
     meta = result["metadata"]
-    assert (meta["delimiter"], meta["dialect_sniffed"], meta["has_header"]) == (";", False, False)
+    assert (meta["delimiter"], meta["dialect_sniffed"], meta["has_header"]) == (";", True, True)
+    assert result["columns"] == ["id", "name", "score"]
     assert [(e["line"], e["message"]) for e in result["errors"]] == [(4, "expected 3 fields, got 2")]
-    assert result["row_count"] == 4  # without a header guess, the first line counts as data
+    assert result["row_count"] == 3
+
+
+# Real-world dialects (issue 23): (file, content, delimiter, columns or None, data rows).
+CSV_VARIANTS = [
+    # The issue's case: a semicolon file with short text cells, which csv.Sniffer's header
+    # guess missed (no header, no columns, 6 rows).
+    ("semicolon.csv", "id;name;city\n1;Ann;Oslo\n2;Bob;Rome\n3;Cy;Lima\n4;Di;Bern\n5;Ed;Kiel\n",
+     ";", ["id", "name", "city"], 5),
+    ("text-only.csv", "name;city;country\nAnn;Oslo;Norway\nBob;Rome;Italy\nCy;Lima;Peru\n",
+     ";", ["name", "city", "country"], 3),
+    ("eu-decimals.csv", "item;price;qty\npen;1,50;3\nink;12,00;1\npad;0,99;10\n",
+     ";", ["item", "price", "qty"], 3),
+    ("commas-in-cells.csv", 'id;name\n1;"Smith, John"\n2;"Doe, Jane"\n3;"Roe, R."\n',
+     ";", ["id", "name"], 3),
+    ("tabs.csv", "\ufeffid\tword\tcount\n1\talpha\t3\n2\tbeta\t5\n", "\t",
+     ["id", "word", "count"], 2),
+    ("pipes.csv", 'id|note|n\n1|"two\nlines | with a pipe"|3\n2|plain|4\n3|"a ""quote"""|5\n',
+     "|", ["id", "note", "n"], 3),
+    ("no-header.csv", "1,Alice,Paris\n2,Bob,Berlin\n3,Carol,Rome\n", ",", None, 3),
+    ("dates.csv", "2024-01-01,5\n2024-01-02,7\n2024-01-03,9\n", ",", None, 3),
+]
+
+
+@pytest.mark.parametrize("name,text,delimiter,columns,rows", CSV_VARIANTS,
+                         ids=[v[0] for v in CSV_VARIANTS])
+def test_csv_dialects_of_real_files(tmp_path, name, text, delimiter, columns, rows):
+    """Semicolons, tabs, pipes, quoted delimiters and newlines, a BOM, decimal commas, no header:
+    the delimiter, the header's columns and the number of data rows, with no false errors."""
+    result = inspect(write(tmp_path, name, text), "full")
+    meta = result["metadata"]
+    assert meta["delimiter"] == delimiter
+    assert meta["has_header"] is (columns is not None), meta["header_rule"]
+    assert result["columns"] == columns
+    assert result["row_count"] == rows
+    assert result["errors"] == []
 
 
 def test_csv_quoted_newline_is_one_row(tmp_path):
@@ -299,7 +335,9 @@ def test_parquet_without_pyarrow_is_unsupported(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     result = inspect(path)
-    assert result["unsupported_reason"] == "pyarrow is not installed (pip install hmsengine[files])"
+    assert result["unsupported_reason"] == (
+        "pyarrow is not installed: pip install 'hmsengine[files]' (in a checkout of the "
+        "repository: make install)")
     assert result["row_count"] is None
 
 

@@ -11,6 +11,7 @@ import os
 import resource
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,55 @@ async def test_import_reads_regular_files_within_its_limit(tmp_path: Path) -> No
                 await engine.import_jsonl(tmp_path / name, max_bytes=50_000)
         assert engine.statistics().documents == 0
         assert (await engine.import_jsonl(tmp_path / "bomb.jsonl.gz")).added == 1000
+
+
+IMPORT_CHILD = """
+import resource, sys, trio
+from hmsengine import Engine, HmsError
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # MiB (ru_maxrss is KiB)
+async def main():
+    async with Engine.open(None) as engine:
+        before = peak()
+        try:
+            await engine.import_jsonl(sys.argv[1])
+            print("imported", before, peak())
+        except HmsError as exc:
+            print("refused", before, peak(), exc.message)
+trio.run(main)
+"""
+LONG_LINE_BYTES = 400 << 20
+
+
+def _one_long_line_gz(path: Path) -> None:
+    """A .jsonl.gz whose one line decompresses to 400 MiB (a few hundred KiB on disk)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip container
+    block = b"a" * (1 << 20)
+    with open(path, "wb") as out:
+        out.write(packer.compress(b'{"type": "document", "id": "x", "text": "'))
+        for _ in range(LONG_LINE_BYTES >> 20):
+            out.write(packer.compress(block))
+        out.write(packer.compress(b'"}\n') + packer.flush())
+
+
+def test_import_refuses_a_long_line_while_it_is_read(tmp_path: Path) -> None:
+    """A .jsonl.gz of one 400 MiB line is refused ("over 8388608 bytes") after reading at most
+    that much of it: the child's peak RSS grows by far less than the line (issue 23)."""
+    source = tmp_path / "one-line.jsonl.gz"
+    _one_long_line_gz(source)
+    assert source.stat().st_size < 2 << 20
+    script = tmp_path / "child_import.py"
+    script.write_text(IMPORT_CHILD)
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+
+    done = subprocess.run([sys.executable, str(script), str(source)], capture_output=True,
+                          text=True, timeout=CHILD_SECONDS, preexec_fn=limits,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdict, before, after, *message = done.stdout.split(maxsplit=3)
+    assert verdict == "refused" and "over 8388608 bytes" in " ".join(message), done.stdout
+    growth = int(after) - int(before)
+    print(f"\nimport of one 400 MiB line: refused, peak RSS grew by {growth} MiB")
+    assert growth < 64, f"peak RSS grew by {growth} MiB while refusing a 400 MiB line"

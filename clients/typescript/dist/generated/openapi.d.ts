@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 603f2d0791415cca326395e5c0d41fad21f44c2a659cbe4511c951788c098988)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 23b882af2bda2f5fbc493a8bc5f404f5f10ba57086636b41ddfa152f2ccf6fcd)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -29,23 +29,6 @@ export interface paths {
         put?: never;
         /** Forget the facts past their retention (dry run by default). */
         post: operations["memory.applyRetention"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/memory/capture": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Refused over JSON (it needs an extractor, a callable): always 422. */
-        post: operations["memory.capture"];
         delete?: never;
         options?: never;
         head?: never;
@@ -415,6 +398,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description a vector of numbers in float32's range; every vector of a store has the dimension of its first (or the server's --input-dim) */
+        Embedding: number[];
         Error: {
             error: {
                 code: string;
@@ -422,17 +407,19 @@ export interface components {
                 hint?: string;
             };
         };
+        /** @description validTo, when given with validFrom, must be after it (422 otherwise) */
         RememberInput: {
-            /** @description the fact; at most 64 KiB and 4096 words */
+            /** @description the fact: not only white space, at most 64 KiB of UTF-8 and 4096 words */
             text: string;
             id?: string | null;
             subject?: string | null;
             entities?: string[];
             metadata?: Record<string, unknown> | null;
-            embedding?: number[] | null;
+            embedding?: components["schemas"]["Embedding"] | null;
             eventTime?: number | null;
             validFrom?: number | null;
             validTo?: number | null;
+            /** @description ids of stored facts (or of facts earlier in the same rememberMany) */
             supersedes?: string[];
             /** @enum {string} */
             kind?: "fact" | "profile" | "procedure" | "episode";
@@ -542,7 +529,7 @@ export interface components {
             /** @description at most 1 MiB of UTF-8 */
             text: string;
             metadata?: Record<string, unknown> | null;
-            embedding?: number[] | null;
+            embedding?: components["schemas"]["Embedding"] | null;
         };
         PutResult: {
             id: string;
@@ -555,9 +542,10 @@ export interface components {
             deleted: true;
         };
         SearchRequest: {
+            /** @description at most 64 KiB of UTF-8 */
             query: string;
             k?: number;
-            embedding?: number[] | null;
+            embedding?: components["schemas"]["Embedding"] | null;
             ids?: string[] | null;
             metadata?: Record<string, unknown> | null;
             semantic?: "ngram" | null;
@@ -606,7 +594,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     dryRun?: boolean;
@@ -752,7 +740,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     dryRun?: boolean;
@@ -889,157 +877,6 @@ export interface operations {
             };
         };
     };
-    "memory.capture": {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description the tenant (its own store); default 'default' */
-                "X-HMS-Tenant"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    text: string;
-                    namespace?: string;
-                    actor?: string | null;
-                    observedAt?: number | null;
-                };
-            };
-        };
-        responses: {
-            /** @description the result */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        items: string[];
-                    };
-                };
-            };
-            /** @description bad JSON, or an invalid X-HMS-Tenant header */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description missing, malformed or unknown API key (with --api-keys) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the API key belongs to another tenant, or the request came from a web origin the server does not allow (forbidden_origin) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unknown id, or unknown operation */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method not allowed on this path */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the request body did not arrive in time */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description conflict with what the store holds */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the body is larger than --max-body */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description a POST or PUT body not sent as Content-Type: application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the Host header names a host this server does not answer to (invalid_host) */
-            421: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description invalid request: a field is missing, unknown, or out of its limits */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description internal error (fixed message; details in the server log) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the tenant's store is unavailable, or the server is shutting down */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     "memory.consolidate": {
         parameters: {
             query?: never;
@@ -1050,7 +887,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     dryRun?: boolean;
@@ -1197,15 +1034,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     namespace?: string | null;
                     subject?: string | null;
                     entity?: string | null;
                     kind?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
-                    /** @description default 'current'; 'all' for every status */
-                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention")[] | null;
+                    /** @description default 'current'; 'all' (alone or among others) for every status */
+                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | (("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all")[] | null;
                     metadata?: Record<string, unknown> | null;
                     asOf?: number | null;
                     knownAt?: number | null;
@@ -1356,6 +1193,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description at most 64 KiB of UTF-8 */
                     query: string;
                     k?: number;
                     asOf?: number | null;
@@ -1366,7 +1204,7 @@ export interface operations {
                     entity?: string | null;
                     namespace?: string | null;
                     kinds?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
-                    embedding?: number[] | null;
+                    embedding?: components["schemas"]["Embedding"] | null;
                     candidateLimit?: number;
                     /** @description an id: 1 to 512 bytes of UTF-8, no control characters */
                     id: string;
@@ -1523,9 +1361,9 @@ export interface operations {
                         entity?: string;
                         namespace?: string;
                         source?: string;
-                        /** @description milliseconds since the Unix epoch (UTC) */
+                        /** @description milliseconds since the Unix epoch (UTC); a number without a fraction (582 or 582.0) */
                         ingestedBefore?: number;
-                        /** @description milliseconds since the Unix epoch (UTC) */
+                        /** @description milliseconds since the Unix epoch (UTC); a number without a fraction (582 or 582.0) */
                         eventBefore?: number;
                         metadata?: Record<string, unknown>;
                     };
@@ -2121,15 +1959,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     namespace?: string | null;
                     subject?: string | null;
                     entity?: string | null;
                     kind?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
-                    /** @description default 'current'; 'all' for every status */
-                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention")[] | null;
+                    /** @description default 'current'; 'all' (alone or among others) for every status */
+                    status?: ("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all" | (("current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention") | "all")[] | null;
                     metadata?: Record<string, unknown> | null;
                     asOf?: number | null;
                     knownAt?: number | null;
@@ -2280,7 +2118,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description an id: 1 to 512 bytes of UTF-8, no control characters */
+                    /** @description a document name: an id without '/', not only white space */
                     document: string;
                     text: string;
                     namespace?: string;
@@ -2429,7 +2267,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     namespace?: string;
@@ -2579,6 +2417,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description at most 64 KiB of UTF-8 */
                     query: string;
                     k?: number;
                     asOf?: number | null;
@@ -2589,7 +2428,7 @@ export interface operations {
                     entity?: string | null;
                     namespace?: string | null;
                     kinds?: ("fact" | "profile" | "procedure" | "episode") | ("fact" | "profile" | "procedure" | "episode")[] | null;
-                    embedding?: number[] | null;
+                    embedding?: components["schemas"]["Embedding"] | null;
                     candidateLimit?: number;
                     explain?: boolean;
                 };
@@ -2883,6 +2722,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description a path under the server's fileBase (relative to it, or absolute inside it) or a file:// URI of one; no other scheme */
                     uri: string;
                     byteRange?: number[] | null;
                     format?: string | null;
@@ -2891,10 +2731,11 @@ export interface operations {
                     subject?: string | null;
                     entities?: string[];
                     metadata?: Record<string, unknown> | null;
-                    embedding?: number[] | null;
+                    embedding?: components["schemas"]["Embedding"] | null;
                     eventTime?: number | null;
                     validFrom?: number | null;
                     validTo?: number | null;
+                    /** @description ids of stored facts (or of facts earlier in the same rememberMany) */
                     supersedes?: string[];
                     /** @enum {string} */
                     kind?: "fact" | "profile" | "procedure" | "episode";
