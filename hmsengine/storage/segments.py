@@ -26,7 +26,7 @@ import struct
 import zlib
 
 from ..errors import CorruptStore
-from .codec import MAX_DECOMPRESSED, Codec
+from .codec import FLAG_ZSTD, MAX_DECOMPRESSED, Codec, raw_frame_payload
 from .directory import FileHandle
 
 TEXT_MAGIC = b"HMT1"
@@ -79,6 +79,10 @@ def decode_record(
     if not check_record(data, expected_crc):
         raise CorruptStore("text record fails its checksum", file=where, offset=offset)
     _magic, flags, _stored_len, raw_len, _crc = RECORD_HEADER.unpack_from(data, 0)
+    if flags == FLAG_ZSTD and not codec.encrypted:
+        raw_block = raw_frame_payload(data, RECORD_HEADER_SIZE, raw_len)
+        if raw_block is not None:
+            return raw_block
     raw = codec.decode(
         flags, data[RECORD_HEADER_SIZE:],
         aad=record_aad(file_label, offset, version) if codec.encrypted else b"",

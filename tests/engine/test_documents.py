@@ -27,6 +27,7 @@ async def test_put_get_roundtrip(store_path):
         assert doc == Document(id="doc-1", text="Héllo wörld ✓ 𝄞",
                                metadata={"a": [1, 2.5, None], "b": {"c": "d"}},
                                embedding=(0.5, -1.0, 3.25))
+        assert await engine.get_documents(["doc-1", "nope"]) == [doc, None]
         assert await engine.has_document("doc-1")
         assert await engine.get_document("nope") is None
         assert not await engine.has_document("nope")

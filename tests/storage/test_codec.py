@@ -8,6 +8,7 @@ write path left raw.
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 import trio
@@ -19,11 +20,19 @@ from hmsengine.storage.codec import (
     FLAG_ZSTD,
     PLAIN,
     SMALL_PAYLOAD_BYTES,
+    raw_frame_payload,
     raw_zstd_frame,
     zstd_frame,
 )
 from hmsengine.storage.keys import SealedCodec
-from hmsengine.storage.segments import RECORD_HEADER, RECORD_HEADER_SIZE
+from hmsengine.storage.segments import (
+    RECORD_CRC_XOR,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+    decode_record,
+    encode_record,
+    record_crc,
+)
 
 ENGLISH = ("Caroline went to the LGBTQ support group yesterday and said it was powerful. "
            "Melanie is painting a sunrise over the lake for her kids. ")
@@ -81,6 +90,50 @@ def test_a_damaged_raw_frame_is_corruption_not_garbage() -> None:
     frame[6] ^= 0x40  # the block header: now claims another size
     with pytest.raises(CorruptStore):
         PLAIN.decode(FLAG_ZSTD, bytes(frame), aad=b"", where="t", offset=0)
+
+
+def test_raw_frame_payload_is_what_zstd_decodes_or_none() -> None:
+    """The raw-block shortcut of a text read gives zstd's own decoding of every raw frame at
+    every size, and None (the general path) for a compressed frame, another size or a frame
+    whose header or length differs by one byte."""
+    rng = random.Random(5)
+    zstd = zstandard.ZstdDecompressor()
+    for size in range(SMALL_PAYLOAD_BYTES):
+        data = rng.randbytes(size)
+        frame = b"pre" + raw_zstd_frame(data)
+        assert raw_frame_payload(frame, 3, size) == zstd.decompress(frame[3:]) == data, size
+        assert raw_frame_payload(frame, 3, size + 1) is None
+        assert raw_frame_payload(frame + b"x", 3, size) is None
+        if size:
+            assert raw_frame_payload(frame[:-1], 3, size) is None
+            assert raw_frame_payload(frame, 3, size - 1) is None
+        for at in range(3, len(frame) - size):  # every byte of the frame's header
+            damaged = bytearray(frame)
+            damaged[at] ^= 0x01
+            assert raw_frame_payload(bytes(damaged), 3, size) is None, (size, at)
+    compressed = zstd_frame((ENGLISH * 20).encode())
+    assert raw_frame_payload(compressed, 0, len(ENGLISH * 20)) is None
+    assert raw_frame_payload(raw_zstd_frame(b"x"), 0, SMALL_PAYLOAD_BYTES) is None
+
+
+def test_text_records_decode_the_same_through_the_shortcut_and_through_zstd() -> None:
+    """decode_record returns the text of raw, compressed and sealed records at sizes around
+    the threshold, and refuses a raw record whose frame was altered (crc recomputed) as
+    corruption, as zstd does, not as a shorter or longer text."""
+    sealed = SealedCodec(bytes(range(32)))
+    for size in (0, 1, 255, 256, 257, 700, SMALL_PAYLOAD_BYTES - 1, SMALL_PAYLOAD_BYTES, 5000):
+        data = (ENGLISH * 40).encode()[:size]
+        for codec, small in ((PLAIN, False), (PLAIN, True), (sealed, False)):
+            record = encode_record(codec, data, offset=64, file_label=b"t", version=1,
+                                   compress_small=small)
+            assert decode_record(codec, record, offset=64, where="t", file_label=b"t",
+                                 version=1, expected_crc=record_crc(record)) == data
+    record = bytearray(encode_record(PLAIN, b"hello world", offset=0, file_label=b"t", version=1))
+    record[RECORD_HEADER_SIZE + 6] ^= 0x40  # the block header now claims another size
+    crc = zlib.crc32(bytes(record[RECORD_HEADER_SIZE:]), zlib.crc32(bytes(record[:16])))
+    record[16:20] = ((crc ^ RECORD_CRC_XOR) & 0xFFFFFFFF).to_bytes(4, "little")
+    with pytest.raises(CorruptStore):
+        decode_record(PLAIN, bytes(record), offset=0, where="t", file_label=b"t", version=1)
 
 
 def _records(data: bytes) -> list[tuple[int, bytes]]:
