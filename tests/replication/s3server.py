@@ -67,11 +67,17 @@ class S3Server:
         return name
 
     def objects(self, bucket: str, prefix: str = "") -> dict[str, bytes]:
+        """Every object under ``prefix``, key -> bytes (one that is deleted while it is listed
+        is left out, as a later listing would)."""
         out = {}
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         for page in pages:
             for item in page.get("Contents", ()):
-                out[item["Key"]] = self.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                try:
+                    body = self.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                except self.s3.exceptions.NoSuchKey:
+                    continue  # deleted between the listing and the read (a shipper at work)
+                out[item["Key"]] = body
         return out
 
 
