@@ -83,8 +83,11 @@ def make_bucket(name: str) -> str:
     return name
 
 
-def ingest(path: Path, texts: list[str], replicate: str | None) -> dict[str, Any]:
-    """32 writers, one put per transaction; puts/s, and the lag figures when replicating."""
+def ingest(path: Path, texts: list[str], replicate: str | None, moto_pid: int) -> dict[str, Any]:
+    """32 writers, one put per transaction; puts/s, the lag figures when replicating, and the
+    CPU seconds of this process and of the S3 server while the writers ran (moto shares this
+    machine's 2 cores with the writers; a real endpoint would not, so the engine's own CPU per
+    put is the shipper's cost without the server's)."""
     lags: list[float] = []
 
     async def main() -> dict[str, Any]:
@@ -104,19 +107,22 @@ def ingest(path: Path, texts: list[str], replicate: str | None) -> dict[str, Any
 
             sampler = trio.CancelScope()
             gc.collect()
-            started = time.perf_counter()
+            started, cpu, moto = time.perf_counter(), time.process_time(), cpu_seconds(moto_pid)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sample, sampler)  # in both modes, so both carry its cost
                 async with trio.open_nursery() as writers:
                     for k in range(WRITERS):
                         writers.start_soon(writer, k)
                 elapsed = time.perf_counter() - started
+                used, moto_used = time.process_time() - cpu, cpu_seconds(moto_pid) - moto
                 sampler.cancel()
             stats = engine.statistics()
             return {"puts": per * WRITERS, "seconds": elapsed, "puts_per_s": per * WRITERS / elapsed,
                     "lag_p99_ms": stats.replication_lag_p99_ms if replicate else None,
                     "lag_max_sampled_ms": max(lags) if replicate and lags else None,
-                    "objects": stats.replication_objects, "fsyncs": stats.fsyncs}
+                    "objects": stats.replication_objects, "fsyncs": stats.fsyncs,
+                    "engine_cpu_us_per_put": used / (per * WRITERS) * 1e6,
+                    "s3_server_cpu_seconds": moto_used}
 
     return trio.run(main)
 
@@ -203,7 +209,7 @@ def main() -> int:
                 for mode in (("off", "on") if n % 2 == 0 else ("on", "off")):
                     url = f"s3://{make_bucket(f'ingest-{n}-{mode}')}/s" if mode == "on" else None
                     with fresh_dir(root, f"ingest-{mode}") as path:
-                        runs[mode].append(ingest(path, texts, url))
+                        runs[mode].append(ingest(path, texts, url, proc.pid))
                     print(f"ingest {mode} #{n + 1}: {runs[mode][-1]['puts_per_s']:,.0f} puts/s")
             url = f"s3://{make_bucket('restore')}/big"
             with fresh_dir(root, "facts") as path, fresh_dir(root, "restored") as dest:
@@ -216,6 +222,8 @@ def main() -> int:
     finally:
         proc.kill()
     on = median([r["puts_per_s"] for r in runs["on"]])
+    cpu_on = median([r["engine_cpu_us_per_put"] for r in runs["on"]])
+    cpu_off = median([r["engine_cpu_us_per_put"] for r in runs["off"]])
     off = median([r["puts_per_s"] for r in runs["off"]])
     results = {
         "benchmark": "replication", "date": now_iso(),
@@ -227,7 +235,10 @@ def main() -> int:
         "ingest_runs": runs,
         "ingest": {"off_puts_per_s": off, "on_puts_per_s": on, "ratio_on_off": ratio(on, off),
                    "lag_p99_ms": median([r["lag_p99_ms"] for r in runs["on"]]),
-                   "lag_max_sampled_ms": max(r["lag_max_sampled_ms"] or 0 for r in runs["on"])},
+                   "lag_max_sampled_ms": max(r["lag_max_sampled_ms"] or 0 for r in runs["on"]),
+                   "engine_cpu_us_per_put_off": cpu_off, "engine_cpu_us_per_put_on": cpu_on,
+                   "s3_server_cpu_seconds_on": median([r["s3_server_cpu_seconds"]
+                                                       for r in runs["on"]])},
         "restore": {"facts": facts, "build_seconds": build, "initial_sync_seconds": sync, **restore},
     }
     results["targets"] = [
@@ -242,6 +253,8 @@ def main() -> int:
     print_table(["figure", "value"], [
         ["puts/s, replication off", f"{off:,.0f}"], ["puts/s, replication on", f"{on:,.0f}"],
         ["ratio on/off", f"{ratio(on, off):.2f}"],
+        ["engine CPU us/put, off / on", f"{cpu_off:.0f} / {cpu_on:.0f}"],
+        ["S3 server CPU s per run (on)", f"{results['ingest']['s3_server_cpu_seconds_on']:.1f}"],
         ["lag p99 (ms)", str(results["ingest"]["lag_p99_ms"])],
         ["lag max sampled (ms)", str(results["ingest"]["lag_max_sampled_ms"])],
         [f"restore {facts} facts (s)", f"{restore['restore_seconds']:.1f}"],
