@@ -27,6 +27,7 @@ from ._client_wire import (
     _value,
 )
 from .engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult
+from .errors import InvalidRequest
 from .memory.values import (
     ConsolidateReport,
     Explanation,
@@ -40,6 +41,7 @@ from .memory.values import (
     RememberInput,
     RememberResult,
 )
+from .vectormask import VectorMask
 
 
 class AsyncMemoryClient:
@@ -50,7 +52,7 @@ class AsyncMemoryClient:
 
     async def call(self, op: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON contract itself: ``memory.call(op, body)`` on the server."""
-        result: dict[str, Any] = await self._send(_CALLS.op(op, dict(body)))
+        result: dict[str, Any] = await self._send(_CALLS.op(op, dict(body), raw=True))
         return result
 
     async def remember(self, text: str, *, id: str | None = None, subject: str | None = None,
@@ -228,13 +230,18 @@ class AsyncClient:
 
     def __init__(self, base_url: str, api_key: str | None = None, tenant: str | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 vector_mask: VectorMask | None = None) -> None:
+        if vector_mask is not None and not isinstance(vector_mask, VectorMask):
+            raise InvalidRequest("vector_mask: expected a hmsengine.vectormask.VectorMask")
+        self._mask = vector_mask
         self._http = httpx.AsyncClient(base_url=base_url, headers=_headers(api_key, tenant),
                                        timeout=timeout, transport=transport)
         self.memory = AsyncMemoryClient(self._send)
         self.documents = AsyncDocumentsClient(self._send)
 
     async def _send(self, call: _Call) -> Any:
+        call = call.masked(self._mask)
         content = _content(call)
         try:
             response = await self._http.request(

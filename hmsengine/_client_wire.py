@@ -25,6 +25,7 @@ from .memory.values import (
     RememberInput,
     RememberResult,
 )
+from .vectormask import VectorMask
 from .wire import DecodeError, camel, error_from_body, from_json, to_json
 
 Time = int | _dt.datetime
@@ -126,6 +127,17 @@ class _Call:
     # A 404 answer is this value instead of NotFound (get of an unknown id: None).
     missing: Any = _RAISE
     decode: Any = None  # callable(body) -> value
+    # The JSON contract as it is (``memory.call(op, body)``): never masked.
+    raw: bool = False
+    # The vector mask whose inverse the answer's embeddings go through (see ``masked``).
+    unmask: VectorMask | None = None
+
+    def masked(self, mask: VectorMask | None) -> _Call:
+        """This call with the embeddings it sends masked by ``mask`` and those of its answer
+        unmasked (``hmsengine.vectormask``); itself without a mask or for a raw call."""
+        if mask is None or self.raw:
+            return self
+        return attrs.evolve(self, body=_mask_body(self.body, mask), unmask=mask)
 
     def result(self, response: httpx.Response) -> Any:
         try:
@@ -139,7 +151,49 @@ class _Call:
             raise error_from_body(response.status_code, body)
         if not isinstance(body, dict):
             raise BadResponse(f"HTTP {response.status_code} without a JSON object")
+        if self.unmask is not None:
+            body = _unmask_answer(body, self.unmask)
         return self.decode(body) if self.decode is not None else body
+
+
+def _mask_body(body: Any, mask: VectorMask) -> Any:
+    """A request body with its ``embedding`` (remember, recall, explain, document put and
+    search) and its ``inputs[i].embedding`` (rememberMany) masked; nothing else is touched
+    (the caller's metadata may hold a key named embedding)."""
+    if not isinstance(body, dict):
+        return body
+    out = dict(body)
+    if out.get("embedding") is not None:
+        out["embedding"] = list(mask.mask(out["embedding"], "embedding"))
+    inputs = out.get("inputs")
+    if isinstance(inputs, list):
+        out["inputs"] = [
+            {**item, "embedding": list(mask.mask(item["embedding"], f"inputs[{n}].embedding"))}
+            if isinstance(item, dict) and item.get("embedding") is not None else item
+            for n, item in enumerate(inputs)]
+    return out
+
+
+def _unmask_value(value: Any, mask: VectorMask) -> Any:
+    """A fact's or document's JSON with its embedding unmasked (anything else as it is)."""
+    if isinstance(value, dict) and "text" in value and isinstance(value.get("embedding"), list):
+        try:
+            return {**value, "embedding": list(mask.unmask(value["embedding"]))}
+        except InvalidRequest as exc:
+            raise BadResponse(f"an answer's embedding cannot be unmasked: {exc.message}") from None
+    return value
+
+
+def _unmask_answer(body: dict[str, Any], mask: VectorMask) -> dict[str, Any]:
+    """An answer with the embeddings of its facts and documents unmasked: the body itself (get,
+    a document), its ``items`` (history) or their ``fact`` (recall)."""
+    items = body.get("items")
+    if not isinstance(items, list):
+        return _unmask_value(body, mask)  # type: ignore[no-any-return]
+    return {**body, "items": [
+        {**item, "fact": _unmask_value(item["fact"], mask)}
+        if isinstance(item, dict) and "fact" in item else _unmask_value(item, mask)
+        for item in items]}
 
 
 def _value(tp: type[T]) -> Any:
@@ -156,9 +210,10 @@ class _MemoryCalls:
     """Builds the memory calls; the sync and async faces below send them."""
 
     @staticmethod
-    def op(op: str, body: Any, decode: Any = None, missing: Any = _RAISE) -> _Call:
+    def op(op: str, body: Any, decode: Any = None, missing: Any = _RAISE, *,
+           raw: bool = False) -> _Call:
         return _Call("POST", f"{API}/memory/{quote(op, safe='')}", body, missing=missing,
-                     decode=decode)
+                     decode=decode, raw=raw)
 
     def remember(self, text: str, **fields: Any) -> _Call:
         return self.op("remember", _input({"text": text, **fields}, ""), _value(RememberResult))

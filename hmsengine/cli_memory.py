@@ -251,7 +251,8 @@ def _explanation_lines(e: Any) -> list[str]:
              f"  matched terms: {', '.join(e.matched_terms) or 'none'}",
              f"  semantic     {e.semantic if e.semantic is not None else '-'}",
              f"  fusion       {e.fusion} {e.weights}",
-             f"  multipliers  recency {e.recency_multiplier:g}, historical {e.historical_multiplier:g}"]
+             f"  multipliers  recency {e.recency_multiplier:g}, historical {e.historical_multiplier:g}"
+             f", importance {e.importance_multiplier:g}"]
     if e.chain:
         lines.append(f"  chain        {' -> '.join(e.chain)}")
     if e.score is not None:

@@ -56,6 +56,7 @@ from ._client_wire import (
     _value,
 )
 from .engine import DEFAULT_SEMANTIC_WEIGHT, Document, Hit, PutResult
+from .errors import InvalidRequest
 from .memory.values import (
     ConsolidateReport,
     Explanation,
@@ -69,6 +70,7 @@ from .memory.values import (
     RememberInput,
     RememberResult,
 )
+from .vectormask import VectorMask
 
 __all__ = ["AsyncClient", "AsyncDocumentsClient", "AsyncMemoryClient", "BadResponse", "Client",
            "DocumentsClient", "MemoryClient", "ServerUnavailable"]
@@ -82,7 +84,7 @@ class MemoryClient:
 
     def call(self, op: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON contract itself: ``memory.call(op, body)`` on the server."""
-        result: dict[str, Any] = self._send(_CALLS.op(op, dict(body)))
+        result: dict[str, Any] = self._send(_CALLS.op(op, dict(body), raw=True))
         return result
 
     def remember(self, text: str, *, id: str | None = None, subject: str | None = None,
@@ -258,13 +260,18 @@ class Client:
 
     def __init__(self, base_url: str, api_key: str | None = None, tenant: str | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 vector_mask: VectorMask | None = None) -> None:
+        if vector_mask is not None and not isinstance(vector_mask, VectorMask):
+            raise InvalidRequest("vector_mask: expected a hmsengine.vectormask.VectorMask")
+        self._mask = vector_mask
         self._http = httpx.Client(base_url=base_url, headers=_headers(api_key, tenant),
                                   timeout=timeout, transport=transport)
         self.memory = MemoryClient(self._send)
         self.documents = DocumentsClient(self._send)
 
     def _send(self, call: _Call) -> Any:
+        call = call.masked(self._mask)
         content = _content(call)
         try:
             response = self._http.request(

@@ -120,6 +120,14 @@ class IncompatibleStore(HmsError):
     default_hint = "open it with a newer hmsengine release"
 
 
+class PolicyError(HmsError):
+    """A memory policy (``MemoryConfig``'s supersession, recency, importance, forgetting or
+    consolidation) raised or returned something it may not; nothing was written."""
+
+    code = "policy_error"
+    default_hint = "fix the policy; nothing was written"
+
+
 class InvalidTenant(HmsError, ValueError):
     """The ``X-HMS-Tenant`` header is not 1 to 64 of ``[A-Za-z0-9_-]`` (HTTP 400)."""
 

@@ -37,6 +37,7 @@ from .errors import (
     InvalidRequest,
     InvalidTenant,
     NotFound,
+    PolicyError,
     ProvenanceError,
     ReplicaUnavailable,
     StoreLocked,
@@ -123,6 +124,7 @@ ERRORS: tuple[tuple[type[HmsError], int, str | None], ...] = (
     (CorruptStore, 500, "the tenant's store is damaged; see the server log"),
     (WrongKey, 500, "the tenant's store cannot be opened; see the server log"),
     (IncompatibleStore, 500, "the tenant's store has a newer format; see the server log"),
+    (PolicyError, 500, "a memory policy of the server failed; see the server log"),
 )
 _BY_CODE: dict[str, type[HmsError]] = {cls.code: cls for cls, _, _ in ERRORS}
 #: Statuses of refusals before any operation ran (bad JSON, a body too large or too slow):

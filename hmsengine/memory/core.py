@@ -24,6 +24,15 @@ from ..errors import InvalidRequest, NotFound
 from .config import MemoryConfig
 from .facts import FactCache, with_own_metadata
 from .index import MemoryIndex
+from .policies import (
+    SUPERSESSION_POLICIES,
+    Importance,
+    ImportancePolicy,
+    NoSupersession,
+    Recency,
+    RecencyPolicy,
+    SupersessionPolicy,
+)
 from .stamp import Stamp, plain_stamp, user_metadata
 from .values import Fact, file_ref
 
@@ -110,6 +119,25 @@ class MemoryCore:
     # records none (memory/stored_policies.py, which also keeps ``config``'s policies the store's).
     wanted_policies: dict[str, Any] = attrs.Factory(dict)
     _state: EngineState | None = None
+    # The configured policies that can change anything, None where the built-in changes
+    # nothing (no supersession, no recency, no importance weight): recall's fast paths test
+    # these once per call.
+    slot_policy: SupersessionPolicy | None = attrs.field(init=False, default=None)
+    recency: RecencyPolicy | None = attrs.field(init=False, default=None)
+    importance: ImportancePolicy | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        config = self.config
+        supersession = config.supersession
+        policy = SUPERSESSION_POLICIES[supersession] if isinstance(supersession, str) \
+            else supersession
+        self.slot_policy = None if isinstance(policy, NoSupersession) else policy
+        recency = config.recency
+        self.recency = None if isinstance(recency, Recency) and recency.kind == "none" \
+            else recency
+        importance = config.importance
+        self.importance = None if isinstance(importance, Importance) \
+            and importance.kind == "none" else importance
 
     @property
     def state(self) -> EngineState:
@@ -122,10 +150,6 @@ class MemoryCore:
     @property
     def index(self) -> MemoryIndex:
         return self.state.index
-
-    @property
-    def slot_policy(self) -> bool:
-        return self.config.supersession == "latest-by-subject"
 
     async def embed(self, texts: list[str]) -> list[Any] | None:
         """The embedder's vectors of ``texts`` (None without an embedder); the embedder's

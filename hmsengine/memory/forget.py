@@ -22,14 +22,16 @@ Scopes are matched on the memory index; ``source`` is memory/sources.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..clock import to_ms
 from ..engine import check_text
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, PolicyError
 from .core import MemoryCore
 from .index import MemoryIndex
 from .inputs import prepare
+from .policies import Consolidation, FactInfo, bad_result, policy_failed, policy_name, resolved
 from .remember import remember_many
 from .restamp import restamped
 from .sources import match_source
@@ -140,74 +142,85 @@ async def _relinked(core: MemoryCore, doc_id: str, links: tuple[str, ...]) -> di
 
 
 async def apply_forgetting(core: MemoryCore, *, dry_run: bool = True) -> ForgetReport:
-    """Forget what the forgetting policy selects, as of now."""
+    """Forget what the forgetting policy selects among every fact, as of now (see
+    memory/policies.py: the policy is given every fact; a failing one is ``PolicyError``)."""
     if not isinstance(dry_run, bool):
         raise InvalidRequest("dry_run: expected a bool")
     policy = core.config.forgetting
     now = core.engine.now()
-    ids = set()
-    for doc_id, s in core.index.facts.items():
-        age = policy.max_age_ms.get(s.kind)
-        if age is not None and now - s.ingest_time > age:
-            ids.add(doc_id)
-        if policy.expired_older_than_ms is not None and s.valid_to is not None \
-                and now - s.valid_to > policy.expired_older_than_ms:
-            ids.add(doc_id)
-    return await forget(core, ForgetScope.ids(sorted(ids)), include_chain=False,
-                        dry_run=dry_run, purge=False)
+    facts = core.index.facts
+    try:
+        selected = await resolved(policy.select([FactInfo(i, s) for i, s in facts.items()], now))
+        ids = set(selected)
+    except Exception as exc:
+        raise policy_failed("forgetting", policy, exc) from exc
+    for doc_id in ids:
+        if not isinstance(doc_id, str):
+            raise bad_result("forgetting", policy, "ids (strings)", doc_id)
+    return await forget(core, ForgetScope.ids(sorted(i for i in ids if i in facts)),
+                        include_chain=False, dry_run=dry_run, purge=False)
 
 
-def _normalised(text: str) -> str:
-    return " ".join(text.casefold().split())
+async def _merges(core: MemoryCore, policy: Any) -> list[tuple[RememberInput, str]]:
+    """(input, id) of every fact the consolidation policy asks for, each checked: the policy is
+    given the current facts of each subject slot holding two or more (oldest first), and each
+    input it returns must supersede some of those facts and nothing else."""
+    index = core.index
+    now = core.engine.now()
+    out: list[tuple[RememberInput, str]] = []
+    for (_namespace, _subject), ids in sorted(index.slots.items()):
+        current = sorted((i for i in ids
+                          if index.status(i, now, None, core.slot_policy, now) == "current"),
+                         key=lambda i: (index.facts[i].ingest_time, i))
+        if len(current) < 2:
+            continue
+        facts = [f for f in await core.facts(current) if f is not None]
+        try:
+            inputs = await resolved(policy.merge(facts))
+        except Exception as exc:
+            raise policy_failed("consolidation", policy, exc) from exc
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise bad_result("consolidation", policy, "a list of RememberInput", inputs)
+        given = {f.id for f in facts}
+        for item in inputs:
+            if not isinstance(item, RememberInput):
+                raise bad_result("consolidation", policy, "a list of RememberInput", item)
+            if not item.supersedes or not set(item.supersedes) <= given:
+                raise bad_result("consolidation", policy,
+                                 f"facts that supersede some of {sorted(given)}", item)
+            try:
+                out.append((item, prepare(item).id))
+            except InvalidRequest as exc:
+                raise PolicyError(f"consolidation policy {policy_name(policy)} returned an "
+                                  f"invalid fact: {exc.message}") from exc
+    return out
 
 
 async def consolidate(core: MemoryCore, *, dry_run: bool = True,
                       allow_destructive: bool = False) -> ConsolidateReport:
-    """Exact duplicates (normalised text) among a subject's current facts: one new fact that
-    supersedes them; the sources are removed only if the policy asks and the call allows it."""
+    """What the consolidation policy merges (``_merges``): new facts that supersede their
+    sources; the sources are removed only if the policy asks and the call allows it."""
     for name, flag in (("dry_run", dry_run), ("allow_destructive", allow_destructive)):
         if not isinstance(flag, bool):
             raise InvalidRequest(f"{name}: expected a bool")
     policy = core.config.consolidation
-    if policy.kind == "none":
+    if isinstance(policy, Consolidation) and policy.kind == "none":
         return ConsolidateReport(created=(), superseded=(), removed=(), dry_run=dry_run)
-    index = core.index
-    now = core.engine.now()
-    groups: dict[tuple[str, str, str, str], list[str]] = {}
-    for (namespace, subject), ids in index.slots.items():
-        for doc_id in ids:
-            if index.status(doc_id, now, None, core.slot_policy, now) != "current":
-                continue
-            fact = await core.fact(doc_id)
-            if fact is not None:
-                key = (namespace, subject, fact.kind, _normalised(fact.text))
-                groups.setdefault(key, []).append(doc_id)
-    inputs: list[RememberInput] = []
-    superseded: list[str] = []
-    for (namespace, subject, kind, _), members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
-        members.sort(key=lambda i: (index.facts[i].ingest_time, i))
-        first = await core.fact(members[0])
-        assert first is not None
-        entities = sorted({e for i in members for e in index.facts[i].entities})
-        inputs.append(RememberInput(text=first.text, subject=subject, namespace=namespace, kind=kind,
-                                    entities=tuple(entities), supersedes=tuple(members),
-                                    sources=tuple(members),
-                                    metadata={"consolidated": True}))
-        superseded.extend(members)
+    merges = await _merges(core, policy)
+    inputs = [item for item, _ in merges]
+    superseded = tuple(dict.fromkeys(t for item in inputs for t in item.supersedes))
     remove = policy.remove_sources and allow_destructive
     if dry_run or not inputs:
-        return ConsolidateReport(created=tuple(prepare(i).id for i in inputs),
-                                 superseded=tuple(superseded),
-                                 removed=tuple(superseded) if remove else (), dry_run=dry_run)
+        return ConsolidateReport(created=tuple(doc_id for _, doc_id in merges),
+                                 superseded=superseded,
+                                 removed=superseded if remove else (), dry_run=dry_run)
     results = await remember_many(core, inputs)
     removed: tuple[str, ...] = ()
     if remove:
         report = await forget(core, ForgetScope.ids(superseded), include_chain=False,
                               dry_run=False, purge=False)
         removed = report.removed
-    return ConsolidateReport(created=tuple(r.id for r in results), superseded=tuple(superseded),
+    return ConsolidateReport(created=tuple(r.id for r in results), superseded=superseded,
                              removed=removed, dry_run=False)
 
 

@@ -9,13 +9,15 @@ Temporal rules (API.md, the seed's Concepts):
 
 * ``begin(f)`` = valid_from, else event_time, else ingest_time: when ``f`` takes effect.
 * ``known_at`` K hides facts ingested after K, and the supersessions they would cause.
-* status at t: ``not-yet-valid`` if t < valid_from (and, under latest-by-subject, if t < begin
-  for a fact in a subject slot: it has not begun); else ``expired`` if valid_to <= t; else
-  ``superseded`` if a visible fact that supersedes it took effect by t; else ``current``.
+* status at t: ``not-yet-valid`` if t < valid_from (and, under a supersession policy, if
+  t < begin for a fact the policy relates to another of its subject slot: it has not begun);
+  else ``expired`` if valid_to <= t; else ``superseded`` if a visible fact that supersedes it
+  took effect by t; else ``current``.
 * explicit links: a fact's ``supersedes`` ids; links to forgotten facts are ignored.
-* latest-by-subject: within a (namespace, subject) slot, ``g`` supersedes ``f`` when ``g`` is
-  later in (begin, ingest_time, id) order: at any t the current fact is the latest one begun by
-  t, whatever the arrival order. Nothing is written for it: it is derived.
+* a supersession policy (memory/policies.py): within a (namespace, subject) slot, ``g``
+  supersedes ``f`` when ``g`` is later in (begin, ingest_time, id) order and the policy says so
+  (latest-by-subject: always), so at any t the current facts are those no begun later fact
+  replaces, whatever the arrival order. Nothing is written for it: it is derived.
 * retention: a fact whose retention end (its ``retain_until``, else its ingest time plus its
   namespace's default retention) is at or before *now* (the wall clock, whatever ``as_of``
   says: retention is about what the store may still hold) is ``expired-retention``, before any
@@ -29,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from ..engine import TOMBSTONE_PREFIX, Change, is_tombstone_json
+from .policy_base import FactInfo, LatestBySubject, SupersessionPolicy, bad_result, policy_failed
 from .stamp import STAMP_KEY, Stamp, StampParser, plain_stamp
 
 # How long the index remembers when a fact was created (``MemoryIndex.born``): a listing whose
@@ -218,13 +221,14 @@ class MemoryIndex:
         self.retained -= s.retain_until is not None
 
     # -- temporal rules ----------------------------------------------------------------------------
+    # ``policy``: the Memory's supersession policy (memory/policies.py), None for none.
 
-    def is_temporal(self, slot_policy: bool) -> bool:
-        """Anything that can make a fact non-current: windows, links, retention, or
-        policy-linked slots."""
+    def is_temporal(self, policy: SupersessionPolicy | None) -> bool:
+        """Anything that can make a fact non-current: windows, links, retention, or shared
+        subject slots under a supersession policy (O(1): the counts are kept by _add/_remove)."""
         if self.windows or self.links or self.retained or self.retention:
             return True
-        return slot_policy and self.shared_slots > 0  # kept by _add/_remove: O(1) per recall
+        return policy is not None and self.shared_slots > 0
 
     @staticmethod
     def _order(doc_id: str, s: Stamp) -> tuple[int, int, str]:
@@ -234,10 +238,11 @@ class MemoryIndex:
         s = self.facts.get(doc_id)
         return s is not None and (known_at is None or s.ingest_time <= known_at)
 
-    def status(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool,
-               now: int | None = None) -> str:
-        """The fact's status at ``t`` (module docstring); ``expired-retention`` first when its
-        retention ended by ``now`` (None: retention is not evaluated)."""
+    def status(self, doc_id: str, t: int, known_at: int | None,
+               policy: SupersessionPolicy | None, now: int | None = None) -> str:
+        """The fact's status at ``t`` (module docstring) under the supersession ``policy``;
+        ``expired-retention`` first when its retention ended by ``now`` (None: retention is not
+        evaluated)."""
         s = self.facts[doc_id]
         if now is not None and (s.retain_until is not None or self.retention):
             end = self.retention_end(doc_id)
@@ -245,42 +250,67 @@ class MemoryIndex:
                 return "expired-retention"
         if s.valid_from is not None and t < s.valid_from:
             return "not-yet-valid"
-        if slot_policy and s.subject is not None and t < s.begin \
-                and self._slot_size(s, known_at) > 1:
-            # Only a slot with two facts is policy-linked; a lone slot fact is plain (as on the
-            # fast path of recall). Under known_at the slot is counted as it was then, so a
-            # replay answers what the store answered at that moment.
+        if policy is not None and s.subject is not None and t < s.begin \
+                and self._related_in_slot(doc_id, s, known_at, policy):
+            # Only a fact the policy relates to another of its slot is policy-linked; a lone
+            # slot fact is plain (as on the fast path of recall). Under known_at the slot is
+            # seen as it was then, so a replay answers what the store answered at that moment.
             return "not-yet-valid"
         if s.valid_to is not None and s.valid_to <= t:
             return "expired"
-        if self.superseded_by(doc_id, t, known_at, slot_policy):
+        if self.superseded_by(doc_id, t, known_at, policy):
             return "superseded"
         return "current"
 
-    def _slot_size(self, s: Stamp, known_at: int | None) -> int:
-        slot = self.slots.get((s.namespace, s.subject), ())  # type: ignore[arg-type]
-        if known_at is None or len(slot) < 2:
-            return len(slot)
-        return sum(1 for g in slot if self.facts[g].ingest_time <= known_at)
+    def related(self, policy: SupersessionPolicy, a: str, sa: Stamp, b: str, sb: Stamp) -> bool:
+        """Whether the policy relates two facts of one slot (the later one superseding the
+        earlier): always for latest-by-subject, else the policy's answer, checked."""
+        if policy.__class__ is LatestBySubject:
+            return True
+        newer, older = ((a, sa), (b, sb)) if self._order(a, sa) > self._order(b, sb) \
+            else ((b, sb), (a, sa))
+        try:
+            answer = policy.supersedes(FactInfo(*newer), FactInfo(*older))
+        except Exception as exc:
+            raise policy_failed("supersession", policy, exc) from exc
+        if not isinstance(answer, bool):
+            raise bad_result("supersession", policy, "a bool", answer)
+        return answer
 
-    def superseded_by(self, doc_id: str, t: int, known_at: int | None, slot_policy: bool) -> str | None:
+    def _related_in_slot(self, doc_id: str, s: Stamp, known_at: int | None,
+                         policy: SupersessionPolicy) -> bool:
+        slot = self.slots.get((s.namespace, s.subject), ())  # type: ignore[arg-type]
+        if len(slot) < 2:
+            return False
+        if policy.__class__ is LatestBySubject:  # every fact of the slot visible at known_at
+            return known_at is None or sum(
+                1 for g in slot if self.facts[g].ingest_time <= known_at) > 1
+        for g in sorted(slot):
+            if g != doc_id and self.visible(g, known_at) \
+                    and self.related(policy, g, self.facts[g], doc_id, s):
+                return True
+        return False
+
+    def superseded_by(self, doc_id: str, t: int, known_at: int | None,
+                      policy: SupersessionPolicy | None) -> str | None:
         """A visible fact that supersedes ``doc_id`` and took effect by ``t`` (None if none)."""
         for g in sorted(self.successors.get(doc_id, ())):
             sg = self.facts.get(g)
             if sg is not None and self.visible(g, known_at) and sg.begin <= t:
                 return g
         s = self.facts[doc_id]
-        if slot_policy and s.subject is not None:
+        if policy is not None and s.subject is not None:
             mine = self._order(doc_id, s)
             for g in sorted(self.slots.get((s.namespace, s.subject), ())):
                 if g == doc_id or not self.visible(g, known_at):
                     continue
                 sg = self.facts[g]
-                if sg.begin <= t and self._order(g, sg) > mine:
+                if sg.begin <= t and self._order(g, sg) > mine \
+                        and self.related(policy, g, sg, doc_id, s):
                     return g
         return None
 
-    def chain(self, doc_id: str, slot_policy: bool) -> tuple[str, ...]:
+    def chain(self, doc_id: str, policy: SupersessionPolicy | None) -> tuple[str, ...]:
         """Every fact connected to ``doc_id`` by supersession (both directions), oldest first."""
         seen = {doc_id}
         todo = [doc_id]
@@ -290,14 +320,17 @@ class MemoryIndex:
             neighbours: set[str] = set(self.successors.get(current, ()))
             if s is not None:
                 neighbours.update(x for x in s.supersedes if x in self.facts)
-                if slot_policy and s.subject is not None:
-                    neighbours.update(self.slots.get((s.namespace, s.subject), ()))
+                if policy is not None and s.subject is not None:
+                    neighbours.update(
+                        g for g in self.slots.get((s.namespace, s.subject), ())
+                        if g != current and self.related(policy, g, self.facts[g], current, s))
             for n in neighbours - seen:
                 seen.add(n)
                 todo.append(n)
         return tuple(sorted(seen, key=lambda i: self._order(i, self.facts[i])))
 
-    def current_in_slot(self, namespace: str, subject: str, t: int) -> list[str]:
-        """Facts of a slot that are current at ``t`` under latest-by-subject (for reports)."""
+    def current_in_slot(self, namespace: str, subject: str, t: int,
+                        policy: SupersessionPolicy) -> list[str]:
+        """Facts of a slot that are current at ``t`` under ``policy`` (for reports)."""
         return [i for i in sorted(self.slots.get((namespace, subject), ()))
-                if self.status(i, t, None, True) == "current"]
+                if self.status(i, t, None, policy) == "current"]

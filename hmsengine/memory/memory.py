@@ -32,6 +32,7 @@ from . import (
 from .config import MemoryConfig, parse_config
 from .core import Embedder, MemoryCore, Observer
 from .index import MemoryIndex
+from .policies import SupersessionPolicy
 from .recall import RecallOptions, unknown_option
 from .values import (
     ConsolidateReport,
@@ -110,7 +111,8 @@ class Memory:
         return self.core.index
 
     @property
-    def slot_policy(self) -> bool:
+    def slot_policy(self) -> SupersessionPolicy | None:
+        """The supersession policy relating the facts of a subject slot, None for "none"."""
         return self.core.slot_policy
 
     # -- remember ------------------------------------------------------------------------------

@@ -1,29 +1,29 @@
 """recall and explain: document search, then the temporal filter and the policies.
 
 The default path: with nothing in the store that can make a fact non-current (no validity
-window, no supersession link, no policy-linked slot), no episode, no recency policy, no
-``known_at``, no filter, and ``history`` current or all, recall asks search (``search_ids``: the
-ranking of ``search_documents`` without its Hit values) for exactly ``k`` results with the
-caller's options and returns its scores unmodified; the facts of
-the hits are read in one batch (``Memory.facts``: a shared cache, then one ``get_documents``).
+window, no supersession link, no policy-linked slot), no episode, no recency or importance
+policy, no ``known_at``, no filter, and ``history`` current or all, recall asks search
+(``search_ids``: the ranking of ``search_documents`` without its Hit values) for exactly ``k``
+results with the caller's options and returns its scores unmodified; the facts of the hits are
+read in one batch (``Memory.facts``: a shared cache, then one ``get_documents``).
 
 Otherwise it considers ``candidate_limit`` candidates (at most 1000 examined, never fewer than
 ``k``; exactly ``k`` when only a subject, entity or namespace filter applies to a store where
 every fact is current), restricted to the ids that match subject, entity, namespace, and kinds
 when they select few facts (the filtered search path); a broad kinds restriction (everything but
 episodes) is checked on the candidates instead. It drops what ``known_at`` hides and what the
-``history`` mode excludes, multiplies each score by the recency and historical multipliers, and
-returns the best ``k`` (ties keep search's order). When no multiplier can reorder the survivors
-(no recency policy, no query embedding, one historical multiplier for all of them) those are
-search's first ``k`` survivors, so it asks search for ``3 k`` candidates first and for all of
-them only if fewer than ``k`` of those survive: the same answer, from fewer candidates.
+``history`` mode excludes, multiplies each score by the recency, historical and importance
+multipliers, and returns the best ``k`` (ties keep search's order). When no multiplier can
+reorder the survivors (no recency or importance policy, no query embedding, one historical
+multiplier for all of them) those are search's first ``k`` survivors, so it asks search for
+``3 k`` candidates first and for all of them only if fewer than ``k`` of those survive: the same
+answer, from fewer candidates.
 
 An explanation is computed only when asked, from the same numbers: its ``score`` equals the hit's.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 from ..clock import to_ms
@@ -32,6 +32,7 @@ from ..errors import InvalidRequest, NotFound
 from .config import KINDS
 from .core import MemoryCore
 from .inputs import MAX_NAME
+from .policies import FactInfo, multiplier, policy_failed
 from .values import Explanation, RecallHit, cached_recall_hits, recall_hit
 
 HISTORY = ("current", "all", "historical")
@@ -176,16 +177,27 @@ def _allowed_ids(core: MemoryCore, plan: _Plan) -> tuple[frozenset[str] | set[st
     return set(sets[0].intersection(*sets[1:])), kinds_matter
 
 
-def _multipliers(core: MemoryCore, doc_id: str, status: str, plan: _Plan) -> tuple[float, float]:
-    s = core.index.facts[doc_id]
-    recency = 1.0
-    policy = core.config.recency
-    if policy.kind == "exponential" and policy.half_life_ms:
-        when = s.event_time if s.event_time is not None else (
-            s.valid_from if s.valid_from is not None else s.ingest_time)
-        recency = math.pow(0.5, max(0, plan.t - when) / policy.half_life_ms)
+def _multipliers(core: MemoryCore, doc_id: str, status: str,
+                 plan: _Plan) -> tuple[float, float, float]:
+    """(recency, historical, importance) multipliers of a candidate's score; the policies'
+    answers checked (memory/policies.py), 1.0 where a policy changes nothing."""
+    recency = importance = 1.0
+    if core.recency is not None or core.importance is not None:
+        info = FactInfo(doc_id, core.index.facts[doc_id])
+        if core.recency is not None:
+            recency = _policy_multiplier("recency", core.recency, info, plan.t)
+        if core.importance is not None:
+            importance = _policy_multiplier("importance", core.importance, info)
     historical = core.config.historical_multiplier if status != "current" else 1.0
-    return recency, historical
+    return recency, historical, importance
+
+
+def _policy_multiplier(kind: str, policy: Any, *args: Any) -> float:
+    try:
+        value = policy.multiplier(*args)
+    except Exception as exc:
+        raise policy_failed(kind, policy, exc) from exc
+    return multiplier(kind, policy, value)
 
 
 async def _query_vector(core: MemoryCore, query: str, embedding: Any) -> Any:
@@ -210,7 +222,7 @@ def _default_k(core: MemoryCore, options: RecallOptions) -> int | None:
         return None
     index = core.index
     if core.embedder is not None or core.embedder_problem is not None \
-            or core.config.recency.kind != "none" \
+            or core.recency is not None or core.importance is not None \
             or index.kind_counts.get("episode") or index.is_temporal(core.slot_policy):
         return None
     return int(k)
@@ -275,7 +287,7 @@ async def _rank(core: MemoryCore, query: str, plan: _Plan,
     """(id, score, status, search hit or None) of every surviving candidate, best first; the
     search hits only when ``hits_needed`` (an explanation reads each signal's score).
 
-    With no recency policy, lexical search only (no query embedding) and a history mode whose
+    With no recency or importance policy, lexical search only (no query embedding) and a history mode whose
     historical multiplier is the same for every survivor, the scores keep search's order: then
     only the first ``plan.k`` survivors are returned, from as few candidates as give them
     (search's top n is the first n of its top ``candidate_limit``: its ranking is a total order,
@@ -286,7 +298,7 @@ async def _rank(core: MemoryCore, query: str, plan: _Plan,
     plan.embedding = embedding
     allowed, check_kinds = _allowed_ids(core, plan)
     slot_policy = core.slot_policy
-    no_recency = core.config.recency.kind == "none"
+    no_recency = core.recency is None and core.importance is None  # no weight per fact
     # Nothing can drop or re-weight a candidate: every fact is current, no known_at, no
     # recency; search's own top k (filtered by ids when asked) is the answer.
     plain = (not check_kinds and plan.known_at is None and plan.history != "historical"
@@ -326,7 +338,7 @@ def _survivors(core: MemoryCore, plan: _Plan, hits: list[tuple[str, float, Any]]
     slot_policy = core.slot_policy
     history = plan.history
     known_at = plan.known_at
-    plain_weights = core.config.recency.kind == "none" and (
+    plain_weights = core.recency is None and core.importance is None and (
         history == "current" or core.config.historical_multiplier == 1.0)
     ranked = []
     for position, (doc_id, hit_score, h) in enumerate(hits):
@@ -340,10 +352,10 @@ def _survivors(core: MemoryCore, plan: _Plan, hits: list[tuple[str, float, Any]]
                 (history == "historical" and status == "current"):
             continue
         if plain_weights:
-            score = hit_score  # both multipliers are 1.0
+            score = hit_score  # every multiplier is 1.0
         else:
-            recency, historical = _multipliers(core, doc_id, status, plan)
-            score = hit_score * recency * historical
+            recency, historical, importance = _multipliers(core, doc_id, status, plan)
+            score = hit_score * recency * historical * importance
         ranked.append((score, position, doc_id, status, h))
         if enough is not None and len(ranked) >= enough:
             break
@@ -353,7 +365,7 @@ def _survivors(core: MemoryCore, plan: _Plan, hits: list[tuple[str, float, Any]]
 def _explanation(core: MemoryCore, query: str, plan: _Plan, doc_id: str, hit: Any, status: str,
                  rank: int | None, score: float | None, text: str) -> Explanation:
     s = core.index.facts[doc_id]
-    recency, historical = _multipliers(core, doc_id, status, plan)
+    recency, historical, importance = _multipliers(core, doc_id, status, plan)
     fused = plan.embedding is not None
     terms = set(core.engine.analyze(query))
     return Explanation(
@@ -363,7 +375,8 @@ def _explanation(core: MemoryCore, query: str, plan: _Plan, doc_id: str, hit: An
         fusion="rrf" if fused else "bm25",
         weights={"lexical": 1.0, "semantic": core.config.semantic_weight} if fused else {"lexical": 1.0},
         matched_terms=tuple(sorted(terms & set(core.engine.analyze(text)))),
-        recency_multiplier=recency, historical_multiplier=historical, status=status,
+        recency_multiplier=recency, historical_multiplier=historical,
+        importance_multiplier=importance, status=status,
         evaluated_at=plan.t, valid_from=s.valid_from, valid_to=s.valid_to, rank=rank,
         chain=core.index.chain(doc_id, core.slot_policy), score=score,
         known=core.index.visible(doc_id, plan.known_at),
@@ -393,6 +406,6 @@ async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOpti
     hit = hits[0] if hits else None
     alone: float | None = None
     if hit is not None:
-        recency, historical = _multipliers(core, doc_id, status, plan)
-        alone = hit.score * recency * historical
+        recency, historical, importance = _multipliers(core, doc_id, status, plan)
+        alone = hit.score * recency * historical * importance
     return _explanation(core, query, plan, doc_id, hit, status, None, alone, fact.text)

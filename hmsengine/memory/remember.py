@@ -162,15 +162,19 @@ def _check(core: MemoryCore, prepared: list[PreparedFact],
 
 def _would_supersede(core: MemoryCore, p: PreparedFact,
                      batch: dict[str, PreparedFact]) -> tuple[str, ...]:
-    """The facts this one supersedes as it is remembered: its explicit links, and under
-    latest-by-subject the slot's facts current just before it takes effect and older than it."""
+    """The facts this one supersedes as it is remembered: its explicit links, and under a
+    supersession policy the slot's facts current just before it takes effect, older than it
+    and related to it by the policy."""
     out = list(p.stamp.supersedes)
-    s = p.stamp
-    if core.slot_policy and s.subject is not None:
+    policy = core.slot_policy
+    subject = p.stamp.subject
+    if policy is not None and subject is not None:
         index = core.index
-        begin = s.begin if (s.valid_from is not None or s.event_time is not None) else core.engine.now()
-        for other in index.current_in_slot(s.namespace, s.subject, begin):
+        s = p.stamp.with_ingest_time(core.engine.now())  # as it will be stamped
+        begin = s.begin
+        for other in index.current_in_slot(s.namespace, subject, begin, policy):
             o = index.facts[other]
-            if (o.begin, o.ingest_time, other) < (begin, o.ingest_time + 1, p.id) and other not in out:
+            if (o.begin, o.ingest_time, other) < (begin, o.ingest_time + 1, p.id) \
+                    and other not in out and index.related(policy, p.id, s, other, o):
                 out.append(other)
     return tuple(out)

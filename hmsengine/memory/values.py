@@ -123,6 +123,8 @@ class Explanation:
     chain: tuple[str, ...]
     score: float | None
     known: bool = True  # False when known_at hides the fact
+    # The importance policy's factor (1.0 without one: MemoryConfig.importance).
+    importance_multiplier: float = 1.0
     # Why the fact cannot match at all, when that is so (a file-backed fact without a summary).
     note: str | None = None
 

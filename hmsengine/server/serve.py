@@ -14,12 +14,14 @@ queued writes and syncs), and the process exits 0. A write that was answered was
 its answer went out, so no acknowledged write is lost whatever the timing of the signal.
 
 Start-up checks everything it can before binding: the ``--memory-config`` and ``--api-keys``
-files are read and validated (a bad one stops the server with a message and exit code 2), a
-``fileBase`` overlapping ``--root`` is refused (exit 2), ``--allow-host`` and ``--allow-origin``
-entries are checked, and the root is created. Binding a non-loopback address without
-``--api-keys`` prints a warning. Once
-bound, one line ``hms serve: listening on http://HOST:PORT`` goes to standard output (tests and
-scripts read the port from it when ``--port 0`` asked for any free one).
+files are read and validated (a bad one stops the server with a message and exit code 2);
+without ``--memory-config``, the ``HMS_MEMORY_CONFIG`` environment variable gives the memory
+configuration (a path to its JSON file, or the JSON itself when it starts with ``{``), checked
+the same way; a ``fileBase`` overlapping ``--root`` is refused (exit 2), ``--allow-host`` and
+``--allow-origin`` entries are checked, and the root is created. Binding a non-loopback address
+without ``--api-keys`` prints a warning. Once bound, one line ``hms serve: listening on
+http://HOST:PORT`` goes to standard output (tests and scripts read the port from it when
+``--port 0`` asked for any free one).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import ipaddress
 import json
 import logging
 import math
+import os
 import signal
 import sys
 from functools import partial
@@ -56,6 +59,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hmsengine.server")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
+MEMORY_CONFIG_ENV = "HMS_MEMORY_CONFIG"
+MEMORY_CONFIG_HINT = (f"{MEMORY_CONFIG_ENV} holds the path of a MemoryConfig JSON file, or the "
+                      "JSON itself ('{\"supersession\": \"latest-by-subject\"}'); unset it for "
+                      "the defaults")
 DEFAULT_GRACE = 10.0
 
 
@@ -68,6 +75,7 @@ class ServeOptions:
     port: int = 8080
     keys: KeyRing | None = None
     config: MemoryConfig = attrs.field(factory=MemoryConfig)
+    config_source: str = "the defaults"  # where the memory configuration came from
     embedding_dim: int | None = None
     max_body: int = DEFAULT_MAX_BODY
     timeout: float = DEFAULT_BODY_TIMEOUT
@@ -94,7 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON: tenant -> list of sha256 hex of its keys; then every request "
                              "needs Authorization: Bearer <key>")
     parser.add_argument("--memory-config", metavar="FILE",
-                        help="a MemoryConfig as JSON, used for every tenant")
+                        help="a MemoryConfig as JSON, used for every tenant (default: "
+                             f"${MEMORY_CONFIG_ENV}, a path or inline JSON, if set)")
     parser.add_argument("--input-dim", type=int, metavar="N",
                         help="dimension of caller-supplied embeddings (Engine.open's embedding_dim)")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
@@ -147,16 +156,39 @@ def _positive(value: float, option: str) -> float:
     return value
 
 
+def memory_config(option: str | None, environ: Any = os.environ) -> tuple[MemoryConfig, str]:
+    """The memory configuration and where it came from (for messages): the ``--memory-config``
+    file, else ``HMS_MEMORY_CONFIG`` (a path, or inline JSON when it starts with ``{``; empty
+    counts as unset), else the defaults. ``InvalidRequest`` naming the source when it cannot be
+    read or is not a valid MemoryConfig."""
+    if option:
+        source, body = f"--memory-config {option}", _read_json(option, "--memory-config")
+    else:
+        raw = (environ.get(MEMORY_CONFIG_ENV) or "").strip()
+        if not raw:
+            return MemoryConfig(), "the defaults"
+        if raw.startswith("{"):
+            source = f"{MEMORY_CONFIG_ENV} (inline JSON)"
+            try:
+                body = json.loads(raw)
+            except ValueError as exc:
+                raise InvalidRequest(f"{source}: not valid JSON ({exc})",
+                                     hint=MEMORY_CONFIG_HINT) from None
+        else:
+            source = f"{MEMORY_CONFIG_ENV}={raw}"
+            try:
+                body = _read_json(raw, MEMORY_CONFIG_ENV)
+            except InvalidRequest as exc:
+                raise InvalidRequest(exc.message, hint=MEMORY_CONFIG_HINT) from None
+    try:
+        return MemoryConfig.from_json(body), source
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{source}: {exc.message}", hint=exc.hint) from None
+
+
 def options_from_args(args: argparse.Namespace) -> ServeOptions:
     """Validate the command line and read the files it names; ``InvalidRequest`` if bad."""
-    config = MemoryConfig()
-    if args.memory_config:
-        body = _read_json(args.memory_config, "--memory-config")
-        try:
-            config = MemoryConfig.from_json(body)
-        except InvalidRequest as exc:
-            raise InvalidRequest(f"--memory-config {args.memory_config}: {exc.message}",
-                                 hint=exc.hint) from None
+    config, source = memory_config(args.memory_config)
     keys = KeyRing.from_file(args.api_keys) if args.api_keys else None
     if not 0 <= args.port <= 65535:
         raise InvalidRequest(f"--port: expected 0 to 65535, got {args.port}")
@@ -172,11 +204,11 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
     try:
         check_file_base(root, config.file_base)
     except InvalidRequest as exc:
-        raise InvalidRequest(f"--memory-config {args.memory_config}: {exc.message}",
-                             hint=exc.hint) from None
+        raise InvalidRequest(f"{source}: {exc.message}", hint=exc.hint) from None
     hosts = tuple(check_host_argument(h, "--allow-host") for h in getattr(args, "allow_host", []))
     origins = tuple(check_origin_argument(o) for o in getattr(args, "allow_origin", []))
     return ServeOptions(root=root, host=args.host, port=args.port, keys=keys, config=config,
+                        config_source=source,
                         embedding_dim=args.input_dim, max_body=args.max_body,
                         timeout=_positive(args.timeout, "--timeout"),
                         grace=_positive(args.grace, "--grace"), max_tenants=args.max_tenants,
@@ -246,6 +278,7 @@ async def serve(options: ServeOptions, *, announce: Any = None) -> None:
     from .app import ServerApp  # starlette: imported only when serving (the server extra)
 
     announce = announce or (lambda line: print(line, flush=True))
+    logger.info("memory configuration: %s", options.config_source)
     shutdown = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with TenantPool.open(options.root, max_open=options.max_tenants,

@@ -10,4 +10,5 @@
 export { type ErrorCode, MemoryError, NetworkError, type NetworkErrorCode, type ServerErrorCode } from "./errors.js";
 export { DEFAULT_TIMEOUT_MS, type RequestOptions } from "./http.js";
 export { Memory, type MemoryOptions } from "./memory.js";
+export { VectorMask } from "./vectormask.js";
 export type { ApplyForgettingOptions, ConsolidateOptions, ConsolidateReport, DeleteDocumentOptions, Document, EmbeddingInput, ExplainOptions, Explanation, Fact, FileRef, ForgetOptions, ForgetReport, ForgetScope, Health, Hit, Hydrated, Kind, LoadOptions, LoadResult, MemoryOp, MemoryRequest, MemoryResponse, Profile, ProfileOptions, PutDocumentOptions, PutResult, RecallHit, RecallOptions, RememberFileOptions, RememberInput, RememberOptions, RememberResult, SearchOptions, Status, TimeInput, } from "./types.js";

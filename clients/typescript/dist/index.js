@@ -10,3 +10,4 @@
 export { MemoryError, NetworkError } from "./errors.js";
 export { DEFAULT_TIMEOUT_MS } from "./http.js";
 export { Memory } from "./memory.js";
+export { VectorMask } from "./vectormask.js";

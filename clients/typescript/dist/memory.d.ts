@@ -9,6 +9,7 @@
  */
 import { type RequestOptions } from "./http.js";
 import { type ApplyForgettingOptions, type ApplyRetentionOptions, type CountOptions, type ListOptions, type Page, type ConsolidateOptions, type ConsolidateReport, type DeleteDocumentOptions, type Document, type ExplainOptions, type Explanation, type Fact, type ForgetOptions, type ForgetReport, type ForgetScope, type Health, type Hit, type Hydrated, type LoadOptions, type LoadResult, type MemoryOp, type MemoryRequest, type MemoryResponse, type Profile, type ProfileOptions, type PutDocumentOptions, type PutResult, type RecallHit, type RecallOptions, type RememberFileOptions, type RememberInput, type RememberOptions, type RememberResult, type SearchOptions } from "./types.js";
+import { VectorMask } from "./vectormask.js";
 export interface MemoryOptions {
     /** The server's address, as `hms serve` prints it: `http://127.0.0.1:8080`. */
     url: string | URL;
@@ -20,6 +21,11 @@ export interface MemoryOptions {
     timeoutMs?: number | undefined;
     /** A `fetch` to use instead of the global one (a proxy agent, instrumentation). */
     fetch?: typeof globalThis.fetch | undefined;
+    /**
+     * Mask every embedding sent with this secret rotation, and unmask those that come back
+     * (`vectormask.ts`; the server sees masked vectors only). `call` sends its body as it is.
+     */
+    vectorMask?: VectorMask | undefined;
 }
 export declare class Memory {
     #private;

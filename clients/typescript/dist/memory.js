@@ -10,6 +10,47 @@
 import { invalid } from "./errors.js";
 import { API, Transport, documentPath, items, withTimes } from "./http.js";
 import { TIME_FIELDS, } from "./types.js";
+import { VectorMask } from "./vectormask.js";
+function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+/** A request body with its `embedding` and its `inputs[i].embedding` masked (nothing else:
+ * a caller's metadata may hold a key named embedding). */
+function maskBody(body, mask) {
+    if (!isObject(body))
+        return body;
+    const out = { ...body };
+    if (out["embedding"] !== undefined && out["embedding"] !== null) {
+        out["embedding"] = mask.mask(out["embedding"], "embedding");
+    }
+    const inputs = out["inputs"];
+    if (Array.isArray(inputs)) {
+        out["inputs"] = inputs.map((input, i) => isObject(input) && input["embedding"] !== undefined && input["embedding"] !== null
+            ? { ...input, embedding: mask.mask(input["embedding"], `inputs[${i}].embedding`) }
+            : input);
+    }
+    return out;
+}
+/** A fact's or document's JSON with its embedding unmasked (anything else as it is). */
+function unmaskValue(value, mask) {
+    if (isObject(value) && "text" in value && Array.isArray(value["embedding"])) {
+        return { ...value, embedding: mask.unmask(value["embedding"]) };
+    }
+    return value;
+}
+/** An answer with the embeddings of its facts and documents unmasked: the body (get, a
+ * document), its `items` (history) or their `fact` (recall). */
+function unmaskAnswer(body, mask) {
+    if (!isObject(body))
+        return body;
+    const list = body["items"];
+    if (!Array.isArray(list))
+        return unmaskValue(body, mask);
+    return {
+        ...body,
+        items: list.map((item) => isObject(item) && "fact" in item ? { ...item, fact: unmaskValue(item["fact"], mask) } : unmaskValue(item, mask)),
+    };
+}
 /** Options of a call (`signal`, `timeoutMs`) split from the fields that go in the body. */
 function split(options) {
     const { signal, timeoutMs, ...fields } = options ?? {};
@@ -24,12 +65,18 @@ function remembered(input, prefix = "") {
 }
 export class Memory {
     #http;
+    #mask;
     /** A client of the server at `options.url`; nothing is sent until the first call. */
     constructor(options) {
         if (typeof options !== "object" || options === null) {
             throw invalid("options: expected { url, apiKey?, tenant? }", "new Memory({ url: 'http://127.0.0.1:8080' })");
         }
-        this.#http = new Transport(options);
+        const { vectorMask, ...transport } = options;
+        if (vectorMask !== undefined && !(vectorMask instanceof VectorMask)) {
+            throw invalid("vectorMask: expected a VectorMask", "new Memory({ url, vectorMask: new VectorMask(key) })");
+        }
+        this.#mask = vectorMask;
+        this.#http = new Transport(transport);
     }
     /** The server's address this client sends to. */
     get url() {
@@ -37,7 +84,7 @@ export class Memory {
     }
     /** The JSON contract itself: `POST /api/v1/memory/{op}` with `body`, the answer as it is. */
     async call(op, body, options) {
-        return (await this.#op(op, body, options));
+        return (await this.#op(op, body, options, undefined, true));
     }
     /** Remember one fact; durable when it returns. The same id (or text) again stores it once. */
     async remember(text, options) {
@@ -162,14 +209,21 @@ export class Memory {
     }
     // -- the two ways out ------------------------------------------------------------------------
     // A new route is one method over these: `#op` for POST /api/v1/memory/{op}, `#send` for any
-    // other (method, path, query, body).
-    #op(op, body, options, missing) {
+    // other (method, path, query, body). Both mask embeddings when the client has a vector mask,
+    // except for `call` (`raw`).
+    #op(op, body, options, missing, raw = false) {
         const call = { method: "POST", path: `${API}/memory/${encodeURIComponent(op)}`, body };
         if (missing)
             call.missing = missing;
-        return this.#http.send(call, options);
+        return raw ? this.#http.send(call, options) : this.#send(call, options);
     }
-    #send(call, options) {
-        return this.#http.send(call, options);
+    async #send(call, options) {
+        const mask = this.#mask;
+        if (mask === undefined)
+            return this.#http.send(call, options);
+        const masked = { ...call };
+        if (call.body !== undefined)
+            masked.body = maskBody(call.body, mask);
+        return unmaskAnswer(await this.#http.send(masked, options), mask);
     }
 }

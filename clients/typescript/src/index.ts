@@ -11,6 +11,7 @@
 export { type ErrorCode, MemoryError, NetworkError, type NetworkErrorCode, type ServerErrorCode } from "./errors.js";
 export { DEFAULT_TIMEOUT_MS, type RequestOptions } from "./http.js";
 export { Memory, type MemoryOptions } from "./memory.js";
+export { VectorMask } from "./vectormask.js";
 export type {
   ApplyForgettingOptions,
   ConsolidateOptions,

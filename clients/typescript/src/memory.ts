@@ -47,6 +47,7 @@ import {
   type SearchOptions,
   TIME_FIELDS,
 } from "./types.js";
+import { VectorMask } from "./vectormask.js";
 
 export interface MemoryOptions {
   /** The server's address, as `hms serve` prints it: `http://127.0.0.1:8080`. */
@@ -59,6 +60,56 @@ export interface MemoryOptions {
   timeoutMs?: number | undefined;
   /** A `fetch` to use instead of the global one (a proxy agent, instrumentation). */
   fetch?: typeof globalThis.fetch | undefined;
+  /**
+   * Mask every embedding sent with this secret rotation, and unmask those that come back
+   * (`vectormask.ts`; the server sees masked vectors only). `call` sends its body as it is.
+   */
+  vectorMask?: VectorMask | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A request body with its `embedding` and its `inputs[i].embedding` masked (nothing else:
+ * a caller's metadata may hold a key named embedding). */
+function maskBody(body: unknown, mask: VectorMask): unknown {
+  if (!isObject(body)) return body;
+  const out: Json = { ...body };
+  if (out["embedding"] !== undefined && out["embedding"] !== null) {
+    out["embedding"] = mask.mask(out["embedding"] as ArrayLike<number>, "embedding");
+  }
+  const inputs = out["inputs"];
+  if (Array.isArray(inputs)) {
+    out["inputs"] = inputs.map((input: unknown, i) =>
+      isObject(input) && input["embedding"] !== undefined && input["embedding"] !== null
+        ? { ...input, embedding: mask.mask(input["embedding"] as ArrayLike<number>, `inputs[${i}].embedding`) }
+        : input);
+  }
+  return out;
+}
+
+/** A fact's or document's JSON with its embedding unmasked (anything else as it is). */
+function unmaskValue(value: unknown, mask: VectorMask): unknown {
+  if (isObject(value) && "text" in value && Array.isArray(value["embedding"])) {
+    return { ...value, embedding: mask.unmask(value["embedding"] as number[]) };
+  }
+  return value;
+}
+
+/** An answer with the embeddings of its facts and documents unmasked: the body (get, a
+ * document), its `items` (history) or their `fact` (recall). */
+function unmaskAnswer<T>(body: T, mask: VectorMask): T {
+  if (!isObject(body)) return body;
+  const list = body["items"];
+  if (!Array.isArray(list)) return unmaskValue(body, mask) as T;
+  return {
+    ...body,
+    items: list.map((item: unknown) =>
+      isObject(item) && "fact" in item ? { ...item, fact: unmaskValue(item["fact"], mask) } : unmaskValue(item, mask)),
+  } as T;
 }
 
 /** Options of a call (`signal`, `timeoutMs`) split from the fields that go in the body. */
@@ -77,13 +128,19 @@ function remembered(input: unknown, prefix = ""): Record<string, unknown> {
 
 export class Memory {
   readonly #http: Transport;
+  readonly #mask: VectorMask | undefined;
 
   /** A client of the server at `options.url`; nothing is sent until the first call. */
   constructor(options: MemoryOptions) {
     if (typeof options !== "object" || options === null) {
       throw invalid("options: expected { url, apiKey?, tenant? }", "new Memory({ url: 'http://127.0.0.1:8080' })");
     }
-    this.#http = new Transport(options);
+    const { vectorMask, ...transport } = options;
+    if (vectorMask !== undefined && !(vectorMask instanceof VectorMask)) {
+      throw invalid("vectorMask: expected a VectorMask", "new Memory({ url, vectorMask: new VectorMask(key) })");
+    }
+    this.#mask = vectorMask;
+    this.#http = new Transport(transport);
   }
 
   /** The server's address this client sends to. */
@@ -93,7 +150,7 @@ export class Memory {
 
   /** The JSON contract itself: `POST /api/v1/memory/{op}` with `body`, the answer as it is. */
   async call<Op extends MemoryOp>(op: Op, body: MemoryRequest<Op>, options?: RequestOptions): Promise<MemoryResponse<Op>> {
-    return (await this.#op(op, body, options)) as MemoryResponse<Op>;
+    return (await this.#op(op, body, options, undefined, true)) as MemoryResponse<Op>;
   }
 
   /** Remember one fact; durable when it returns. The same id (or text) again stores it once. */
@@ -241,15 +298,20 @@ export class Memory {
 
   // -- the two ways out ------------------------------------------------------------------------
   // A new route is one method over these: `#op` for POST /api/v1/memory/{op}, `#send` for any
-  // other (method, path, query, body).
+  // other (method, path, query, body). Both mask embeddings when the client has a vector mask,
+  // except for `call` (`raw`).
 
-  #op(op: string, body: object, options?: RequestOptions, missing?: { value: unknown }) {
+  #op(op: string, body: object, options?: RequestOptions, missing?: { value: unknown }, raw = false) {
     const call: Call = { method: "POST", path: `${API}/memory/${encodeURIComponent(op)}`, body };
     if (missing) call.missing = missing;
-    return this.#http.send(call, options);
+    return raw ? this.#http.send(call, options) : this.#send(call, options);
   }
 
-  #send(call: Call, options?: RequestOptions) {
-    return this.#http.send(call, options);
+  async #send(call: Call, options?: RequestOptions) {
+    const mask = this.#mask;
+    if (mask === undefined) return this.#http.send(call, options);
+    const masked: Call = { ...call };
+    if (call.body !== undefined) masked.body = maskBody(call.body, mask);
+    return unmaskAnswer(await this.#http.send(masked, options), mask);
   }
 }

@@ -10,6 +10,7 @@ import {
   NetworkError,
   type RecallHit,
   type Status,
+  VectorMask,
 } from "../dist/index.js";
 
 declare const memory: Memory;
@@ -17,6 +18,13 @@ declare const memory: Memory;
 export async function accepted(): Promise<void> {
   const m = new Memory({ url: "http://127.0.0.1:8080", apiKey: "key", tenant: "acme", timeoutMs: 5_000 });
   new Memory({ url: new URL("http://127.0.0.1:8080"), fetch: globalThis.fetch });
+  const vectorMask = new VectorMask("passphrase");
+  new Memory({ url: "http://127.0.0.1:8080", vectorMask: new VectorMask(new Uint8Array(32)) });
+  const masked: number[] = vectorMask.mask(new Float32Array([0.1, 0.2]));
+  const unmasked: number[] = vectorMask.unmask(masked);
+  void unmasked;
+  // @ts-expect-error a key is a passphrase or bytes
+  new VectorMask(42);
   const result = await m.remember("Alice lives in Berlin", {
     subject: "alice/city", validFrom: new Date("2025-01-01"), validTo: null, eventTime: 1_700_000_000_000,
     embedding: new Float32Array([0.1, 0.2]), metadata: { source: "chat", turn: 3 }, kind: "fact",

@@ -1,4 +1,4 @@
-/** The server's OpenAPI document as types: generated from openapi.json (sha256 23b882af2bda2f5fbc493a8bc5f404f5f10ba57086636b41ddfa152f2ccf6fcd)
+/** The server's OpenAPI document as types: generated from openapi.json (sha256 1161873f6f57d0c7226c3acb59bc5e43f552e89889d49f58b1031bba55b72673)
  * by `make client-types`; never edit by hand. */
 export interface paths {
     "/api/v1/memory/applyForgetting": {
@@ -480,6 +480,7 @@ export interface components {
             matchedTerms: string[];
             recencyMultiplier: number;
             historicalMultiplier: number;
+            importanceMultiplier: number;
             /** @enum {string} */
             status: "current" | "superseded" | "expired" | "not-yet-valid" | "expired-retention";
             evaluatedAt: number;
