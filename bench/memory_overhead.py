@@ -21,8 +21,17 @@ pending). Then, in that same process:
    dropping the inputs, ``gc.collect()`` and ``malloc_trim(0)``, before any query. A second child
    reopens the closed store and reads RSS again (memory and history kinds: after building the
    Memory index, as the first memory call does). A child that opens an empty store gives the
-   baseline. Every RSS figure is the median of 3 such processes per store kind and size (the
-   first one also runs the timing below; repeats interleaved across kinds). The aim compares
+   baseline. Every RSS figure is the median of 3 such processes per store kind and size (repeats
+   interleaved across kinds), each run with a fixed ``MALLOC_MMAP_THRESHOLD_`` (128 KiB): with
+   glibc's default, a dynamic threshold that rises as large blocks are freed, the heap of
+   identical processes kept 150-200 MB of free but fragmented memory, partly resident, so the
+   same code measured anywhere from +6% to +15%; with the threshold fixed, large transient
+   buffers are mapped and returned when freed, and the figures repeat within about a megabyte.
+   Beside RSS each child reports glibc's own count of the bytes its allocations hold
+   (``mallinfo2``: in use in the heap, and mapped; Python's small objects live in pymalloc's
+   arenas, which it maps itself, so that count is not all of the process). The timed child
+   below runs with the default allocator settings (a fixed threshold maps and unmaps every
+   large query buffer) and its RSS is reported apart, for reference. The aim compares
    memory-store RSS with raw-store RSS at 100k facts, after load.
 2. Latency: 400 queries (2-4 distinct words of a seeded random fact), 5 passes after one untimed
    warm-up pass. Within a pass every query runs every operation once, back to back, the order
@@ -39,9 +48,9 @@ pending). Then, in that same process:
 
 Reported per store and operation: the median over passes of each pass's mean and of each pass's
 median latency (microseconds per query), and the ratio to search_documents measured in the same
-process. Aims (the memory issue's acceptance): default recall at most 1.05x search with identical
-rankings on every compared query; filtered recall at most 3x search; RSS of facts over plain
-documents at most +8% at 100k.
+process. Aims: default recall at most 1.05x search with identical rankings on every compared
+query; filtered recall at most 3x search; RSS of facts over plain documents at most +7.7% at
+100k (the seed's figure; issue 28).
 
 Run: ``python bench/memory_overhead.py`` (about 6-8 minutes on the 2-core VM), ``--quick`` for
 a smoke run (1k and 10k facts, 100 queries x 3 passes, one RSS process each, under a minute). Writes
@@ -109,7 +118,9 @@ DEFAULTS = {"sizes": (1_000, 10_000, 100_000), "queries": 400, "passes": 5, "rss
 QUICK = {"sizes": (1_000, 10_000), "queries": 100, "passes": 3, "rss_repeats": 1}
 AIM_RECALL = 1.05
 AIM_FILTERED = 3.0
-AIM_RSS = 1.08
+AIM_RSS = 1.077  # the seed's +7.7% (issue 28; the first aim was +8%)
+# The RSS children's glibc setting (see the module docstring, step 1).
+RSS_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072"}
 AIM_RSS_FACTS = 100_000
 _ENTITIES = ("alice", "bob", "carmen", "dmitri", "emeka", "fatima", "grace", "hiro", "ines",
              "jonas", "kavya", "liam", "mei", "noah", "olga", "priya", "quentin", "rosa", "sven",
@@ -214,7 +225,8 @@ class Corpus:
 
 
 def _rss() -> dict[str, int | None]:
-    """Resident and peak resident set size in KiB (/proc/self/status, else ru_maxrss)."""
+    """Resident and peak resident set size in KiB (/proc/self/status, else ru_maxrss), and
+    malloc's own count of what it holds (``_malloc_in_use``)."""
     out: dict[str, int | None] = {"vm_rss_kib": None, "vm_hwm_kib": None}
     try:
         with open("/proc/self/status", encoding="ascii") as status:
@@ -226,7 +238,30 @@ def _rss() -> dict[str, int | None]:
     except OSError:
         pass
     out["ru_maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out.update(_malloc_in_use())
+    out["mmap_threshold"] = os.environ.get("MALLOC_MMAP_THRESHOLD_")  # type: ignore[assignment]
     return out
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _malloc_in_use() -> dict[str, int | None]:
+    """glibc's count (``mallinfo2``, glibc >= 2.33) of the bytes malloc holds: in use in its
+    heaps (``uordblks``), free there (``fordblks``) and mapped for large blocks (``hblkhd``).
+    None where it cannot be read. Python's pymalloc arenas are mapped by Python itself, so they
+    are not counted."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {"in_use_bytes": None, "free_bytes": None, "mapped_bytes": None}
+    return {"in_use_bytes": int(info.uordblks), "free_bytes": int(info.fordblks),
+            "mapped_bytes": int(info.hblkhd)}
 
 
 def _release_freed_memory() -> None:
@@ -405,12 +440,12 @@ def run_child(args: argparse.Namespace) -> int:
 
 
 def _spawn(root: Path, mode: str, kind: str, n: int, store: Path, params: dict[str, Any],
-           seed: int, passes: int) -> dict[str, Any]:
+           seed: int, passes: int, env: dict[str, str] | None = None) -> dict[str, Any]:
     out = root / f"{mode}-{kind}-{n}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--kind", kind,
            "--facts", str(n), "--store", str(store), "--child-out", str(out),
            "--queries", str(params["queries"]), "--passes", str(passes), "--seed", str(seed)]
-    subprocess.run(cmd, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    subprocess.run(cmd, check=True, env={**os.environ, "PYTHONHASHSEED": "0", **(env or {})})
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -474,19 +509,23 @@ def report(runs: dict[str, Any], baseline: dict[str, Any], params: dict[str, Any
     print()
     base = baseline["rss"]["vm_rss_kib"]
     print(f"Resident memory (VmRSS, MiB; medians of {params['rss_repeats']} processes per store "
-          "kind) after load + fold + gc + malloc_trim, and of a fresh process that reopened the "
-          f"store. Empty store: {_mib(base)} MiB.")
+          "kind, MALLOC_MMAP_THRESHOLD_=131072) after load + fold + gc + malloc_trim, and of a "
+          f"fresh process that reopened the store. Empty store: {_mib(base)} MiB.")
     headers = ["facts", "raw", "memory", "history", "memory / raw", "history / raw",
-               "memory - raw, bytes/fact", "reopened: raw", "memory", "history", "memory / raw"]
+               "memory - raw, bytes/fact", "malloc in use: memory - raw, bytes/fact",
+               "reopened: raw", "memory", "history", "memory / raw"]
     rows = []
     for n_key, by_kind in runs.items():
         n = int(n_key)
         load = {k: by_kind[k]["rss_median_kib"]["after_load"] for k in KINDS}
         reopen = {k: by_kind[k]["rss_median_kib"]["reopened"] for k in KINDS}
+        heap = {k: by_kind[k]["malloc_in_use_median_bytes"]["after_load"] for k in KINDS}
+        heap_delta = "-" if None in (heap["memory"], heap["raw"]) else \
+            f"{(heap['memory'] - heap['raw']) / n:,.0f}"
         rows.append([f"{n:,}", _mib(load["raw"]), _mib(load["memory"]), _mib(load["history"]),
                      _pct(ratio(load["memory"], load["raw"])),
                      _pct(ratio(load["history"], load["raw"])),
-                     f"{(load['memory'] - load['raw']) * 1024 / n:,.0f}",
+                     f"{(load['memory'] - load['raw']) * 1024 / n:,.0f}", heap_delta,
                      _mib(reopen["raw"]), _mib(reopen["memory"]), _mib(reopen["history"]),
                      _pct(ratio(reopen["memory"], reopen["raw"]))])
     print_table(headers, rows)
@@ -608,24 +647,32 @@ def main(argv: list[str] | None = None) -> int:
         _log("baseline: an empty store in its own process")
         empty = root / "empty"
         empty.mkdir()
-        baseline = _spawn(root, "reopen", "empty", 0, empty / "store", params, args.seed, 0)
+        baseline = _spawn(root, "reopen", "empty", 0, empty / "store", params, args.seed, 0,
+                          RSS_ENV)
         for n in params["sizes"]:
             by_kind: dict[str, Any] = {}
+            _log(f"{n:,} facts: one timed process per store kind (default malloc settings)")
+            for kind in KINDS:
+                store = root / f"{kind}-{n}-timed"
+                store.mkdir()
+                res = _spawn(root, "load", kind, n, store / "store", params, args.seed,
+                             params["passes"])
+                shutil.rmtree(store, ignore_errors=True)
+                res["summary"] = summarize(res)
+                res["rss_after_load_default_malloc"] = res.pop("rss_after_load")
+                res["rss_runs"] = []
+                by_kind[kind] = res
             for rep in range(params["rss_repeats"]):
-                _log(f"{n:,} facts: one process per store kind"
-                     + (" (timed)" if rep == 0 else f" (RSS repeat {rep + 1})"))
+                _log(f"{n:,} facts: RSS, one process per store kind (repeat {rep + 1}, "
+                     f"MALLOC_MMAP_THRESHOLD_={RSS_ENV['MALLOC_MMAP_THRESHOLD_']})")
                 for kind in KINDS:  # interleaved: every kind once, then again
                     store = root / f"{kind}-{n}-{rep}"
                     store.mkdir()
-                    res = _spawn(root, "load", kind, n, store / "store", params, args.seed,
-                                 params["passes"] if rep == 0 else 0)
+                    res = _spawn(root, "load", kind, n, store / "store", params, args.seed, 0,
+                                 RSS_ENV)
                     reopened = _spawn(root, "reopen", kind, n, store / "store", params,
-                                      args.seed, 0)
+                                      args.seed, 0, RSS_ENV)
                     shutil.rmtree(store, ignore_errors=True)
-                    if rep == 0:
-                        res["summary"] = summarize(res)
-                        res["rss_runs"] = []
-                        by_kind[kind] = res
                     by_kind[kind]["rss_runs"].append({
                         "after_load": res["rss_after_load"], "reopened": reopened["rss"],
                         "load_seconds": res["load_seconds"],
@@ -636,6 +683,9 @@ def main(argv: list[str] | None = None) -> int:
                 by_kind[kind]["rss_median_kib"] = {
                     "after_load": median([r["after_load"]["vm_rss_kib"] for r in rr]),
                     "reopened": median([r["reopened"]["vm_rss_kib"] for r in rr])}
+                by_kind[kind]["malloc_in_use_median_bytes"] = {
+                    "after_load": median([r["after_load"]["in_use_bytes"] for r in rr]),
+                    "reopened": median([r["reopened"]["in_use_bytes"] for r in rr])}
             runs[str(n)] = by_kind
     report(runs, baseline, params)
     aim_results = aims(runs)
@@ -649,13 +699,19 @@ def main(argv: list[str] | None = None) -> int:
         "figures, measured in the same process on the same store. RSS: VmRSS after load, fold, "
         "gc.collect and malloc_trim(0), before any query; reopened: a fresh process that opened "
         "the closed store (and built the memory index for fact stores); medians over "
-        f"{params['rss_repeats']} processes per store kind and size, repeats interleaved.")
+        f"{params['rss_repeats']} processes per store kind and size, repeats interleaved, each "
+        "run with MALLOC_MMAP_THRESHOLD_=131072 (a fixed glibc mmap threshold, so the figure "
+        "does not depend on one process's heap fragmentation), apart from the timed process "
+        "(default malloc settings; its RSS is rss_after_load_default_malloc). Beside RSS, "
+        "glibc's mallinfo2 in-use bytes (pymalloc's arenas excluded).")
     payload = {
         "benchmark": "memory_overhead",
         "question": QUESTION,
         "date": now_iso(),
         "method": method,
         "machine": facts,
+        "rss_method": {"malloc_env": RSS_ENV, "statistic": "median VmRSS (KiB) of the RSS "
+                       "processes; malloc_in_use_median_bytes: glibc mallinfo2 uordblks"},
         "parameters": {"sizes": list(params["sizes"]), "queries": params["queries"],
                        "passes": params["passes"], "rss_repeats": params["rss_repeats"],
                        "quick": args.quick, "seed": args.seed,

@@ -240,9 +240,7 @@ def _install(table: DocTable, snap: tablesnap.TableSnapshot) -> None:
     """Fill the (empty) table from a snapshot as columns: no DocEntry is built until a document
     is looked up, no JSON parsed (see state.Entries)."""
     table.entries.install(snap.ids, snap.columns, snap.metadata, snap.embeddings)
-    prefix = TOMBSTONE_PREFIX
-    table.tombstones.update(doc_id for doc_id, meta in zip(snap.ids, snap.metadata, strict=True)
-                            if meta is not None and meta.startswith(prefix))
+    table.tombstones.update(snap.ids[row] for row in snap.metadata.rows_starting_with(TOMBSTONE_PREFIX))
     table.revision = snap.sequence
     if snap.embedding_dim is not None:
         table.embedding_dim = snap.embedding_dim

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..storage.tablesnap import PackedText
 from .values import is_tombstone_json
 
 # A document version's key: its place in the commit order (revision, then position in the
@@ -46,10 +47,12 @@ class Entries(MutableMapping[str, DocEntry]):
 
     An open that starts from a table snapshot (storage/tablesnap.py) installs it as a *base*:
     the ids, one int64 row of (offset, length, crc, revision, key) per document, the metadata
-    strings and embeddings, exactly as decoded. No :class:`DocEntry` is built for a base row
-    until someone looks it up (a million of them took ~2.5 s at open); the first lookup builds
-    it and keeps it in the *overlay*, so every later lookup returns the same object (readers
-    compare identity to notice a concurrent replace, and recovery repairs entries in place).
+    packed as the snapshot stores it (``PackedText``: one UTF-8 blob, a row decoded when it is
+    read; a str per document cost ~50 bytes more each) and the embeddings, as decoded. No
+    :class:`DocEntry` is built for a base row until someone looks it up (a million of them took
+    ~2.5 s at open); the first lookup builds it and keeps it in the *overlay*, so every later
+    lookup returns the same object (readers compare identity to notice a concurrent replace,
+    and recovery repairs entries in place).
     Writes and deletes go to the overlay; ``_live_key[row]`` tracks the key of a base id's
     current version (-1 once deleted), which lets :meth:`keys_of` answer a million ids in numpy.
 
@@ -68,13 +71,13 @@ class Entries(MutableMapping[str, DocEntry]):
         self._ids: list[str] = []
         self._row_of: dict[str, int] = {}
         self._columns = np.zeros((0, 5), dtype=np.int64)
-        self._metadata: list[str | None] = []
+        self._metadata = PackedText()
         self._embeddings: list[np.ndarray | None] = []
         self._live_key = np.zeros(0, dtype=np.int64)
         self._len = 0
         self._lock = threading.Lock()
 
-    def install(self, ids: list[str], columns: np.ndarray, metadata: list[str | None],
+    def install(self, ids: list[str], columns: np.ndarray, metadata: PackedText | list[str | None],
                 embeddings: list[np.ndarray | None]) -> None:
         """Make the (empty) mapping hold these documents as its base; ``columns`` is (n, 5)
         int64: offset, length, crc, revision, key. Ids must be distinct."""
@@ -85,7 +88,9 @@ class Entries(MutableMapping[str, DocEntry]):
         if len(self._row_of) != len(ids):
             raise ValueError("the table snapshot lists an id twice")
         self._columns = np.ascontiguousarray(columns, dtype=np.int64)
-        self._metadata = metadata
+        self._metadata = metadata if isinstance(metadata, PackedText) else PackedText.of(metadata)
+        if len(self._metadata) != len(ids):
+            raise ValueError("the table snapshot has another number of metadata rows than ids")
         self._embeddings = embeddings
         self._live_key = self._columns[:, 4].copy()
         self._len = len(ids)
