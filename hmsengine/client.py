@@ -19,6 +19,10 @@ Errors are the same :class:`HmsError` subclasses as in-process (``InvalidRequest
 as ``.code`` (both from ``wire.ERRORS``); a refused key is :class:`~hmsengine.errors.Unauthorized` (401) or
 ``Forbidden`` (403); a server that cannot be reached is :class:`ServerUnavailable`.
 
+``vector_mask=VectorMask(key)`` (``hmsengine.vectormask``) masks every embedding a client sends
+and unmasks those its answers carry, so the server holds masked vectors only (``call`` sends
+its body as it is); docs/SECURITY.md says what that protects and what it does not.
+
 ``AsyncClient`` is the same API with ``await``; it runs under trio and under asyncio (httpx's
 async client sits on anyio). Requests are built and answers decoded by code shared by both
 clients (``_Call``); only the sending differs. ``timeout`` (seconds, default 60) bounds each

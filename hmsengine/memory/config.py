@@ -3,11 +3,12 @@
 Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
 
     {"supersession": "none" | "latest-by-subject",
-     "recency": {"kind": "none"} | {"kind": "exponential", "halfLifeMs": N},
-     "importance": {"kind": "none"} | {"kind": "linear", "weight": W, "missing": M},
+     "recency": "none" | {"kind": "none"} | {"kind": "exponential", "halfLifeMs": N},
+     "importance": "none" | {"kind": "none"} | {"kind": "linear", "weight": W, "missing": M},
      "historicalMultiplier": 1.0,
      "forgetting": {"maxAgeMs": {"episode": N, ...}, "expiredOlderThanMs": N},
-     "consolidation": {"kind": "none" | "exact-duplicates", "removeSources": false},
+     "consolidation": "none" | "exact-duplicates"
+                      | {"kind": "none" | "exact-duplicates", "removeSources": false},
      "fileBase": null | "/an/absolute/directory",
      "maxHydrateBytes": 67108864,
      "semanticWeight": 0.3,
@@ -15,7 +16,9 @@ Accepted as a :class:`MemoryConfig` value or its camelCase JSON form::
 
 The policies (supersession, recency, importance, forgetting, consolidation) are protocols
 (memory/policies.py); the JSON form names a built-in one, and a Python caller may pass any
-object implementing the protocol instead. A configuration holding such an object works
+object implementing the protocol instead. The constructor takes the same shorthands as the JSON
+form (``recency="none"``, ``importance="none"``, ``consolidation="exact-duplicates"``);
+``to_json`` always writes the object form. A configuration holding such an object works
 in-process (``Memory(engine, config)``) but has no JSON form: ``to_json`` refuses it, naming the
 field, so it can neither be served nor persisted by mistake.
 
@@ -106,6 +109,8 @@ def _supersession(value: object) -> str | SupersessionPolicy:
 
 
 def _recency(value: object) -> Recency | RecencyPolicy:
+    if value == "none":  # the JSON shorthand
+        return Recency()
     if isinstance(value, Recency):
         if value.kind not in RECENCY:
             raise InvalidRequest(f"config.recency.kind: expected 'none' or 'exponential', "
@@ -121,6 +126,8 @@ def _recency(value: object) -> Recency | RecencyPolicy:
 
 
 def _importance(value: object) -> Importance | ImportancePolicy:
+    if value == "none":
+        return Importance()
     if isinstance(value, Importance):
         if value.kind not in IMPORTANCE:
             raise InvalidRequest(f"config.importance.kind: expected 'none' or 'linear', "
@@ -149,6 +156,8 @@ def _forgetting(value: object) -> Forgetting | ForgettingPolicy:
 
 
 def _consolidation(value: object) -> Consolidation | ConsolidationPolicy:
+    if isinstance(value, str):  # a built-in by name
+        value = Consolidation(kind=value)
     if isinstance(value, Consolidation):
         if value.kind not in CONSOLIDATION:
             raise InvalidRequest(f"config.consolidation.kind: expected one of "
@@ -294,7 +303,10 @@ def parse_config(body: object) -> MemoryConfig:
         )
     consolidation = Consolidation()
     if "consolidation" in top:
-        c = _object(top["consolidation"], "config.consolidation", {"kind", "removeSources"})
+        raw = top["consolidation"]
+        if isinstance(raw, str):  # a built-in by name, as the constructor takes it
+            raw = {"kind": raw}
+        c = _object(raw, "config.consolidation", {"kind", "removeSources"})
         kind = c.get("kind", "none")
         if kind not in CONSOLIDATION:
             raise InvalidRequest(f"config.consolidation.kind: expected one of {', '.join(CONSOLIDATION)}")

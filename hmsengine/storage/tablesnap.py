@@ -94,11 +94,19 @@ class PackedText:
             yield blob[start:stop - 1].decode("utf-8") if stop - 1 > start else None
 
     def rows_starting_with(self, prefix: str) -> list[int]:
-        """The rows whose text starts with ``prefix`` (no row decoded)."""
+        """The rows whose text starts with ``prefix`` (no row decoded; one ``find`` per match,
+        since a row starts the blob or follows a newline, and no row holds one)."""
         blob, head = self._blob, prefix.encode("utf-8")
-        bounds = self._bounds.tolist()
-        return [row for row, (start, stop) in enumerate(itertools.pairwise(bounds))
-                if stop - 1 - start >= len(head) and blob.startswith(head, start)]
+        if not head or "\n" in prefix:
+            raise ValueError("a prefix is a non-empty line")
+        starts = [0] if blob.startswith(head) else []
+        at = blob.find(b"\n" + head)
+        while at >= 0:
+            starts.append(at + 1)
+            at = blob.find(b"\n" + head, at + 1)
+        if not starts:
+            return []
+        return np.searchsorted(self._bounds, np.asarray(starts), side="left").tolist()  # type: ignore[no-any-return]
 
     @property
     def nbytes(self) -> int:

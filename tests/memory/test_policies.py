@@ -4,7 +4,8 @@ that fails is a PolicyError with nothing written."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -37,15 +38,9 @@ from hmsengine.policies import (
 DAY = 86_400_000
 
 
-class Clock:
-    """A test clock: starts at a fixed ms and advances by one ms per reading."""
-
-    def __init__(self, start: int = 1_700_000_000_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
+def clock() -> Callable[[], int]:
+    """A test clock: a fixed ms, one ms later at every reading."""
+    return itertools.count(1_700_000_000_000).__next__
 
 
 class SameKindLatest:
@@ -123,6 +118,12 @@ def test_builtins_implement_the_protocols_and_keep_their_names():
     assert by_object.to_json()["supersession"] == "latest-by-subject"
     assert MemoryConfig.from_json(by_object.to_json()) == by_object
     assert "importance" not in MemoryConfig().to_json()  # a default config renders as before
+    shorthand = MemoryConfig(recency="none", importance="none", consolidation="exact-duplicates")
+    assert shorthand == MemoryConfig(consolidation=Consolidation(kind="exact-duplicates"))
+    assert MemoryConfig.from_json({"recency": "none", "importance": "none",
+                                   "consolidation": "exact-duplicates"}) == shorthand
+    assert shorthand.to_json()["consolidation"] == {"kind": "exact-duplicates",
+                                                    "removeSources": False}
     linear = MemoryConfig.from_json({"importance": {"kind": "linear", "weight": 2}})
     assert linear.importance == Importance(kind="linear", weight=2.0, missing=0.0)
     assert MemoryConfig.from_json(linear.to_json()) == linear
@@ -152,6 +153,10 @@ def test_custom_policies_have_no_json_form_and_bad_values_are_refused():
         MemoryConfig.from_json({"importance": {"kind": "log"}})
     with pytest.raises(InvalidRequest, match=r"config\.forgetting\.max_age_ms\.note"):
         MemoryConfig(forgetting=Forgetting(max_age_ms={"note": 5}))
+    for bad_name in (lambda: MemoryConfig(consolidation="merge-all"),
+                     lambda: MemoryConfig.from_json({"consolidation": "merge-all"})):
+        with pytest.raises(InvalidRequest, match=r"config\.consolidation\.kind"):
+            bad_name()
     with pytest.raises(InvalidRequest, match=r"config\.consolidation: expected a built-in"):
         MemoryConfig(consolidation=object())  # type: ignore[arg-type]
 
@@ -160,7 +165,7 @@ async def test_custom_supersession_relates_only_what_it_says():
     """SameKindLatest: a newer profile leaves an older fact of the subject current, a newer fact
     supersedes it, in remember's report, recall, history and explain's chain alike."""
     policy = SameKindLatest()
-    async with Engine.open(None, clock=Clock()) as engine:
+    async with Engine.open(None, clock=clock()) as engine:
         memory = Memory(engine, MemoryConfig(supersession=policy))
         await memory.remember("Alice lives in Paris", id="f1", subject="alice", valid_from=1 * DAY)
         r = await memory.remember("Alice likes Paris in spring", id="p1", subject="alice",
@@ -263,7 +268,7 @@ async def test_custom_forgetting_selects_what_apply_forgetting_removes():
 async def test_custom_consolidation_merges_a_slot():
     """A ConsolidationPolicy gets each slot's current facts oldest first; its facts supersede
     them; remove_sources with allow_destructive forgets the sources."""
-    async with Engine.open(None, clock=Clock()) as engine:
+    async with Engine.open(None, clock=clock()) as engine:
         memory = Memory(engine, MemoryConfig(consolidation=JoinTexts()))
         await memory.remember("likes tea", id="t1", subject="alice/likes")
         await memory.remember("likes chess", id="t2", subject="alice/likes")
@@ -278,7 +283,7 @@ async def test_custom_consolidation_merges_a_slot():
         assert (await memory.explain("tea", "t1")).status == "superseded"
         again = await memory.consolidate(dry_run=False, allow_destructive=True)
         assert again.created == ()  # one current fact per slot now
-    async with Engine.open(None, clock=Clock()) as engine:
+    async with Engine.open(None, clock=clock()) as engine:
         memory = Memory(engine, MemoryConfig(consolidation=JoinTexts()))
         await memory.remember("likes tea", id="t1", subject="alice/likes")
         await memory.remember("likes chess", id="t2", subject="alice/likes")
@@ -294,7 +299,7 @@ async def _written(engine: Engine) -> tuple[int, int]:
 async def test_a_failing_policy_is_a_policy_error_and_nothing_is_written(disk_path):
     """Each kind of policy that raises fails its call with PolicyError (code policy_error,
     naming the policy and the error) and the store's revision and writes stay as they were."""
-    async with Engine.open(disk_path, clock=Clock()) as engine:
+    async with Engine.open(disk_path, clock=clock()) as engine:
         seed = Memory(engine)
         await seed.remember("Alice lives in Paris", id="f1", subject="alice", valid_from=DAY)
         await seed.remember("Alice lives in Rome", id="f2", subject="alice", valid_from=2 * DAY)
@@ -360,7 +365,7 @@ async def test_a_policy_returning_the_wrong_thing_is_a_policy_error():
         def merge(self, facts: Sequence[Fact]) -> list[RememberInput]:
             return [RememberInput(text="merged", kind="summary", supersedes=(facts[0].id,))]
 
-    async with Engine.open(None, clock=Clock()) as engine:
+    async with Engine.open(None, clock=clock()) as engine:
         seed = Memory(engine)
         await seed.remember("Alice lives in Paris", id="f1", subject="alice")
         await seed.remember("Alice lives in Rome", id="f2", subject="alice")
@@ -386,7 +391,7 @@ async def test_a_policy_returning_the_wrong_thing_is_a_policy_error():
 
 async def test_forget_scope_chain_follows_the_custom_policy():
     """forget(include_chain=True) removes what the custom policy chains and nothing more."""
-    async with Engine.open(None, clock=Clock()) as engine:
+    async with Engine.open(None, clock=clock()) as engine:
         memory = Memory(engine, MemoryConfig(supersession=SameKindLatest()))
         await memory.remember("fact one", id="f1", subject="s", valid_from=DAY)
         await memory.remember("profile one", id="p1", subject="s", kind="profile", valid_from=2 * DAY)

@@ -4,6 +4,7 @@ same values come back as the snapshot held, and the packed form is smaller than 
 from __future__ import annotations
 
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,38 @@ def test_packed_rows_cost_less_than_strings():
     packed = PackedText.of(rows)
     as_strings = sum(sys.getsizeof(r) for r in rows) + 8 * len(rows)
     assert packed.nbytes / len(rows) < 130 < as_strings / len(rows) - 40
+
+
+def test_prefix_search_matches_whole_rows_only():
+    """A prefix matches at a row's start only (the first row, after an empty or None row, the
+    last row), never inside a row; an empty prefix or one holding a newline is ValueError."""
+    packed = PackedText.of(['{"_tomb":1}', None, "", '{"_tomb":2}', 'x{"_tomb":3}', '{"_tomb"'])
+    assert packed.rows_starting_with('{"_tomb') == [0, 3, 5]
+    assert packed.rows_starting_with('{"_tomb":1}') == [0]
+    assert packed.rows_starting_with("x") == [4]
+    assert packed.rows_starting_with("nothing") == []
+    assert PackedText().rows_starting_with("x") == []
+    for bad in ("", 'a\n{"'):
+        with pytest.raises(ValueError, match="non-empty line"):
+            packed.rows_starting_with(bad)
+
+
+def test_prefix_search_allocates_per_match_not_per_row():
+    """Finding 10 tombstones among 100,000 rows (as a reopen does) allocates well under a
+    megabyte: no Python object per row (a list of 100,001 bounds would be ~3.6 MB)."""
+    stamp = '{"_hms":[1,"%032x","fact","default",null,[],null,null,null,1764800000000,[],[],null,null]}'
+    rows: list[str | None] = [stamp % i for i in range(100_000)]
+    for i in range(0, 100_000, 10_000):
+        rows[i] = f'{{"_tombstone":{i}}}'
+    packed = PackedText.of(rows)
+    tracemalloc.start()
+    try:
+        found = packed.rows_starting_with('{"_tombstone"')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == list(range(0, 100_000, 10_000))
+    assert peak < 256 * 1024, peak
 
 
 async def test_a_reopened_store_reads_the_same_metadata(tmp_path: Path):
