@@ -86,6 +86,12 @@ class FactInfo:
     def file_backed(self) -> bool:
         return self._s.file is not None
 
+    @property
+    def retain_until(self) -> int | None:
+        """The fact's own retention end (ms), if it has one (a namespace default is not
+        included: memory/retention.py)."""
+        return self._s.retain_until
+
 
 # -- supersession ----------------------------------------------------------------------------------
 

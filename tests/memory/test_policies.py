@@ -265,6 +265,22 @@ async def test_custom_forgetting_selects_what_apply_forgetting_removes():
         assert await memory.get("b1") is None and await memory.get("h1") is not None
 
 
+async def test_a_policy_sees_a_facts_retention_end():
+    """FactInfo carries a fact's own retain_until: a forgetting policy can select by it."""
+
+    class KeptLessThanAWeek:
+        def select(self, facts: Sequence[FactInfo], now: int) -> list[str]:
+            return [f.id for f in facts
+                    if f.retain_until is not None and f.retain_until - f.ingest_time < 7 * DAY]
+
+    async with Engine.open(None, clock=clock()) as engine:
+        memory = Memory(engine, MemoryConfig(forgetting=KeptLessThanAWeek()))
+        await memory.remember("short-lived", id="s", retain_until=1_700_000_000_000 + DAY)
+        await memory.remember("long-lived", id="l", retain_until=1_700_000_000_000 + 30 * DAY)
+        await memory.remember("no end", id="n")
+        assert (await memory.apply_forgetting()).removed == ("s",)
+
+
 async def test_custom_consolidation_merges_a_slot():
     """A ConsolidationPolicy gets each slot's current facts oldest first; its facts supersede
     them; remove_sources with allow_destructive forgets the sources."""
