@@ -150,6 +150,7 @@ def _matching(core: MemoryCore, f: _Filters, t: int, now: int,
     facts = index.facts
     slot_policy = core.slot_policy
     temporal = index.is_temporal(slot_policy)
+    newer = index.born_after(bound) if bound is not None else ()
     for doc_id in _candidates(core, f):
         s = facts.get(doc_id)
         if s is None:
@@ -157,7 +158,7 @@ def _matching(core: MemoryCore, f: _Filters, t: int, now: int,
         if (f.namespace is not None and s.namespace != f.namespace) \
                 or (f.kinds is not None and s.kind not in f.kinds) \
                 or (f.known_at is not None and s.ingest_time > f.known_at) \
-                or (bound is not None and index.born_after(doc_id, bound)):
+                or doc_id in newer:
             continue
         if f.statuses is not None or temporal:
             status = index.status(doc_id, t, f.known_at, slot_policy, now) if temporal else "current"

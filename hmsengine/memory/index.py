@@ -27,7 +27,7 @@ Temporal rules (API.md, the seed's Concepts):
 from __future__ import annotations
 
 import gc
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Iterable, Mapping
 
 from ..engine import TOMBSTONE_PREFIX, Change, is_tombstone_json
@@ -60,10 +60,12 @@ class MemoryIndex:
         self.retained = 0  # facts with their own retain_until
         # namespace -> default retention in ms (the settings' "retention" section).
         self.retention: dict[str, int] = {}
-        # id -> (revision, wall ms) of the facts created since the index was built, in creation
-        # order, kept for BORN_WINDOW_MS: a listing leaves out what was created after its first
-        # page (memory/browse.py). Facts loaded at open count as created at revision 0.
-        self.born: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        # (revision, wall ms, ids) of each commit that created facts since the index was built,
+        # oldest first, kept for BORN_WINDOW_MS: a listing leaves out what was created after its
+        # first page (memory/browse.py). Facts loaded at open count as created at revision 0.
+        # One list per commit, not an entry per fact: 8 bytes a created fact, where an id ->
+        # (revision, ms) map cost ~120 (a bulk load keeps every fact here for the window).
+        self.born: deque[tuple[int, int, list[str]]] = deque()
 
     # -- maintenance ---------------------------------------------------------------------------
 
@@ -116,7 +118,7 @@ class MemoryIndex:
         built, not parsed back from the JSON; any other change is parsed. ``now`` (the engine's
         clock) dates the creations for ``born``."""
         parse = self._stamps.parse
-        born = self.born
+        created: list[str] = []
         for change in changes:
             existed = change.id in self.facts
             self._remove(change.id)
@@ -130,20 +132,23 @@ class MemoryIndex:
                 stamp = parse(metadata_json) or plain_stamp()
             self._add(change.id, stamp)
             if not existed:
-                born.pop(change.id, None)
-                born[change.id] = (revision, now)
-        while born:
-            oldest = next(iter(born.values()))
-            if oldest[1] >= now - BORN_WINDOW_MS:
-                break
-            born.popitem(last=False)
+                created.append(change.id)
+        born = self.born
+        if created:
+            born.append((revision, now, created))
+        while born and born[0][1] < now - BORN_WINDOW_MS:
+            born.popleft()
         self.revision = revision
 
-    def born_after(self, doc_id: str, revision: int) -> bool:
-        """Whether ``doc_id`` was created (not merely rewritten) after ``revision``, as far as
-        ``born`` remembers."""
-        entry = self.born.get(doc_id)
-        return entry is not None and entry[0] > revision
+    def born_after(self, revision: int) -> set[str]:
+        """The ids created (not merely rewritten) after ``revision``, as far as ``born``
+        remembers: one pass over the commits since, newest first."""
+        out: set[str] = set()
+        for committed, _, ids in reversed(self.born):
+            if committed <= revision:
+                break
+            out.update(ids)
+        return out
 
     def retention_end(self, doc_id: str) -> int | None:
         """When the store stops keeping ``doc_id``: its retain_until, else its ingest time plus

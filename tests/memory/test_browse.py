@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import random
+import sys
+from collections import deque
 
 import pytest
 import trio
 
 from hmsengine import Engine, ForgetScope, InvalidRequest, Memory, RememberInput
+from hmsengine.memory.index import BORN_WINDOW_MS
 
 
 class Clock:
@@ -22,9 +25,8 @@ class Clock:
         return self.t
 
 
-async def _all_pages(memory: Memory, **filters) -> list[str]:
+async def _all_pages(memory: Memory, cursor: str | None = None, **filters) -> list[str]:
     ids: list[str] = []
-    cursor = None
     while True:
         page = await memory.list(cursor=cursor, **filters)
         ids.extend(f.id for f in page.items)
@@ -201,3 +203,42 @@ async def test_listing_after_reopen_knows_retention(disk_path: str) -> None:
         assert [f.id for f in (await memory.list()).items] == ["l"]
         assert [f.id for f in (await memory.list(status="expired-retention")).items] == ["s"]
         assert await memory.namespaces() == {"default": 1}
+
+
+def _deep_size(value: object) -> int:
+    """Bytes of the containers and tuples reachable from ``value`` (strs and ints not counted:
+    the ids are the index's own objects, the revisions and times one per commit)."""
+    if isinstance(value, (str, int)):
+        return 0
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        return size + sum(_deep_size(v) for v in value.values())
+    if isinstance(value, (list, tuple, deque)):
+        return size + sum(_deep_size(v) for v in value)
+    return size
+
+
+async def test_creations_are_remembered_for_an_hour_at_a_few_bytes_a_fact() -> None:
+    """A listing leaves out what was created after its first page for BORN_WINDOW_MS (here
+    20,000 facts of the same millisecond whose ids sort after its cursor), at most 16 bytes a
+    created fact (a bulk load keeps them all for the hour); a listing resumed after the hour
+    shows them (still skipping and repeating none), but not what the latest commit created."""
+    clock = Clock()
+    async with Engine.open(None, clock=clock) as engine:
+        memory = Memory(engine, embedder=False)
+        await memory.remember_many([RememberInput(text=f"old {n}", id=f"old{n:02d}")
+                                    for n in range(10)])
+        first = await memory.list(limit=5)
+        for start in (0, 10_000):  # in the same millisecond, with ids sorting before the old
+            await memory.remember_many([RememberInput(text=f"new {n}", id=f"a{n:05d}")
+                                        for n in range(start, start + 10_000)])
+        born = memory.core.index.born
+        assert _deep_size(born) <= 16 * 20_010, _deep_size(born)
+        resumed = await _all_pages(memory, cursor=first.next_cursor, limit=5)
+        assert resumed == [f"old{n:02d}" for n in range(4, -1, -1)]
+        clock.t += BORN_WINDOW_MS + 1
+        await memory.remember("a later fact", id="later")  # a commit expires the window
+        assert len(born) == 1
+        late = await _all_pages(memory, cursor=first.next_cursor, limit=1000)
+        assert late == [f"old{n:02d}" for n in range(4, -1, -1)] + \
+            [f"a{n:05d}" for n in range(19_999, -1, -1)]
