@@ -102,13 +102,21 @@ def engine_state(engine: DocumentEngine) -> EngineState:
     return per_engine(_STATES, engine, EngineState)
 
 
+def _follow(core: MemoryCore, _field: Any, config: MemoryConfig) -> MemoryConfig:
+    """``config``'s on_setattr hook: a new configuration brings its policies' fast-path fields."""
+    core.derive_policies(config)
+    return config
+
+
 @attrs.define(eq=False)
 class MemoryCore:
     """One ``Memory``'s engine, configuration, embedder and observers, and its engine's
     shared state (made at first use: a Memory that is never used costs no index)."""
 
     engine: DocumentEngine
-    config: MemoryConfig
+    # Replaceable (a store's kept policies may replace the caller's): slot_policy, recency and
+    # importance below follow it.
+    config: MemoryConfig = attrs.field(on_setattr=_follow)
     embedder: Embedder | None = None
     # The embedder's identity ({"model", "dim", "version"}) and why it may not embed for this
     # store, if it may not (memory/embedding.py: resolve sets both, reembed may change them).
@@ -121,13 +129,16 @@ class MemoryCore:
     _state: EngineState | None = None
     # The configured policies that can change anything, None where the built-in changes
     # nothing (no supersession, no recency, no importance weight): recall's fast paths test
-    # these once per call.
+    # these once per call. Derived from ``config`` whenever it is set.
     slot_policy: SupersessionPolicy | None = attrs.field(init=False, default=None)
     recency: RecencyPolicy | None = attrs.field(init=False, default=None)
     importance: ImportancePolicy | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        config = self.config
+        self.derive_policies(self.config)
+
+    def derive_policies(self, config: MemoryConfig) -> None:
+        """Set the fast-path policy fields from ``config`` (see above)."""
         supersession = config.supersession
         policy = SUPERSESSION_POLICIES[supersession] if isinstance(supersession, str) \
             else supersession

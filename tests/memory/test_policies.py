@@ -414,3 +414,20 @@ async def test_forget_scope_chain_follows_the_custom_policy():
         await memory.remember("fact two", id="f2", subject="s", valid_from=3 * DAY)
         report = await memory.forget(ForgetScope.ids(["f1"]), include_chain=True, dry_run=True)
         assert report.removed == ("f1", "f2")
+
+
+async def test_a_replaced_configuration_takes_effect_at_once():
+    """When a Memory's configuration is replaced (as a store's kept policies replace the
+    caller's), recall and explain apply its supersession and importance at once."""
+    async with Engine.open(None, clock=clock()) as engine:
+        memory = Memory(engine, embedder=False)
+        await memory.remember("Alice lives in Paris", id="f1", subject="alice", importance=1.0)
+        await memory.remember("Alice lives in Rome", id="f2", subject="alice")
+        assert sorted(h.fact.id for h in await memory.recall("Alice lives", k=5)) == ["f1", "f2"]
+        memory.core.config = MemoryConfig(supersession="latest-by-subject")
+        assert [h.fact.id for h in await memory.recall("Alice lives", k=5)] == ["f2"]
+        assert (await memory.explain("Alice", "f1")).status == "superseded"
+        memory.core.config = MemoryConfig(importance=Importance(kind="linear", weight=1.0))
+        hits = await memory.recall("Alice lives", k=5, explain=True)
+        assert [h.explanation.importance_multiplier for h in hits  # type: ignore[union-attr]
+                if h.fact.id == "f1"] == [2.0]
