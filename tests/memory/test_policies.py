@@ -4,6 +4,7 @@ that fails is a PolicyError with nothing written."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -207,13 +208,19 @@ async def test_custom_recency_reorders_and_explain_shows_it():
 async def test_importance_weight_ranks_and_missing_importance_keeps_its_score():
     """Importance linear (weight 1): score * (1 + importance); a fact without importance keeps
     search's score (missing 0); explain shows the multiplier; with no importance policy the
-    same store recalls exactly search_documents's ranking."""
-    async with Engine.open(None) as engine:
-        config = MemoryConfig(importance=Importance(kind="linear", weight=1.0))
-        memory = Memory(engine, config)
-        await memory.remember("deadline friday deadline", id="plain")
-        await memory.remember("the deadline moved", id="vital", importance=1.0)
-        await memory.remember("deadline for the report draft", id="minor", importance=0.25)
+    same content recalls exactly search_documents's ranking. (One store per configuration:
+    a store keeps the importance policy it was first written with.)"""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def store(config: object = None) -> tuple[Engine, Memory]:
+            engine = await stack.enter_async_context(Engine.open(None))
+            memory = Memory(engine, config)  # type: ignore[arg-type]
+            await memory.remember("deadline friday deadline", id="plain")
+            await memory.remember("the deadline moved", id="vital", importance=1.0)
+            await memory.remember("deadline for the report draft", id="minor", importance=0.25)
+            return engine, memory
+
+        engine, memory = await store(MemoryConfig(importance=Importance(kind="linear", weight=1.0)))
         search = {h.id: h.score for h in await engine.search_documents("deadline", k=3)}
         assert max(search, key=search.__getitem__) == "plain"
         hits = await memory.recall("deadline", k=3, explain=True)
@@ -225,12 +232,12 @@ async def test_importance_weight_ranks_and_missing_importance_keeps_its_score():
         assert by_id["minor"].explanation.importance_multiplier == 1.25  # type: ignore[union-attr]
         assert (await memory.explain("deadline", "plain")).importance_multiplier == 1.0
         # HotMem's convention: no importance counts as 0.5.
-        half = Memory(engine, {"importance": {"kind": "linear", "weight": 1, "missing": 0.5}})
+        _, half = await store({"importance": {"kind": "linear", "weight": 1, "missing": 0.5}})
         assert {h.fact.id: h.score for h in await half.recall("deadline", k=3)}["plain"] == \
             pytest.approx(1.5 * search["plain"])
-        default = Memory(engine)
+        plain_engine, default = await store()
         assert [(h.fact.id, h.score) for h in await default.recall("deadline", k=3)] == \
-            [(h.id, h.score) for h in await engine.search_documents("deadline", k=3)]
+            [(h.id, h.score) for h in await plain_engine.search_documents("deadline", k=3)]
         assert (await default.explain("deadline", "vital")).importance_multiplier == 1.0
 
 
