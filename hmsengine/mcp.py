@@ -5,8 +5,9 @@ Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``list``, ``history``,
 server starts). Each tool turns its arguments into a body of the JSON contract and calls
 ``memory.call``: there is one implementation of every operation, and the tools only adapt names
 for a model (a forget scope is flat arguments; times are integer ms or ISO 8601 strings with a
-timezone). A tool's answer is its JSON result (nulls and empty lists left out of the text; the
-full value is the structured content); an error is a tool result with ``isError`` and the
+timezone). A tool's answer is its JSON result without the facts' embeddings (vectors a model
+cannot read; nulls and empty lists are also left out of the text, the structured content keeps
+them); an error is a tool result with ``isError`` and the
 error's code, message and hint, so the model can correct its call.
 
 The store is opened once at start and closed when the client closes stdin; a returned write is
@@ -271,7 +272,21 @@ async def call_tool(memory: Memory, name: str, arguments: dict[str, Any] | None
     except Exception:
         logger.exception("tool %s failed", name)
         return True, "internal error; the details are in the server's log", None
+    result = _without_vectors(result)
     return False, json.dumps(_prune(result), ensure_ascii=False), result
+
+
+def _without_vectors(value: Any) -> Any:
+    """The value with each fact's ``embedding`` left out: a model cannot read a vector, and 384
+    floats per fact cost more of its context than the rest of a recall (the JSON API, HTTP and
+    the clients still return them)."""
+    if isinstance(value, dict):
+        fact = "embedding" in value and "id" in value and "text" in value
+        return {k: _without_vectors(v) for k, v in value.items()
+                if not (fact and k == "embedding")}
+    if isinstance(value, list):
+        return [_without_vectors(v) for v in value]
+    return value
 
 
 def build_server(memory: Memory | Callable[[Any], Memory]) -> Any:

@@ -75,3 +75,21 @@ def test_tools_cover_the_contract() -> None:
     """Each tool names an operation of the JSON contract; load and profile only when present."""
     assert {t.op for t in available_tools()} <= set(OPERATIONS)
     assert [t.name for t in available_tools()] == [t.name for t in TOOLS if t.op in OPERATIONS]
+
+
+async def test_a_recall_gives_the_model_no_vectors(tmp_path: Path) -> None:
+    """A fact's embedding is left out of what a tool answers (text and structured content): a
+    model cannot read 384 floats; the JSON API still returns it."""
+    from hmsengine import Engine
+    from hmsengine.mcp import call_tool
+
+    async with Engine.open(str(tmp_path / "store")) as engine:
+        memory = engine.memory()
+        vector = [0.5, 0.25, 0.125, 0.0625]
+        await memory.remember("Erin keeps bees on the roof", embedding=vector)
+        body = await memory.call("recall", {"query": "bees"})
+        assert body["items"][0]["fact"]["embedding"] == vector  # the JSON API keeps it
+        is_error, text, structured = await call_tool(memory, "recall", {"query": "bees"})
+        assert not is_error and "embedding" not in text and "0.0625" not in text
+        assert structured is not None and "Erin" in structured["items"][0]["fact"]["text"]
+        assert "embedding" not in structured["items"][0]["fact"]
