@@ -44,8 +44,8 @@ def strings(item: Schema | None = None) -> Schema:
 
 
 def _class(chars: str) -> str:
-    """The characters of a regex class, each as a \\uXXXX escape (JSON Schema, ECMA 262, Python
-    and Rust regexes all read them the same)."""
+    """The characters of a regex class, each as a backslash-u escape of four hex digits (JSON
+    Schema, ECMA 262, Python and Rust regexes all read them the same)."""
     return "".join(f"\\u{ord(c):04x}" for c in chars)
 
 
