@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import trio
@@ -36,6 +36,8 @@ MAX_QUERY_BYTES = 64 * 1024
 INLINE_WORK = 60_000
 SEMANTIC_MODES = (None, "ngram")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+_T = TypeVar("_T")
 
 
 def _check_weight(value: object, field: str) -> float:
@@ -186,12 +188,18 @@ async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,
         scored = executor.run(snap, q, prepared)
     else:
         scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
-    ids = snap.ids_of([s.docnum for s in scored])
+    return _without_tombstones(indexer, snap.ids_of([s.docnum for s in scored]), scored)
+
+
+def _without_tombstones(indexer: Indexer, ids: list[str],
+                        values: list[_T]) -> tuple[list[str], list[_T]]:
+    """``ids`` and their ``values`` without the tombstoned ids (the lists themselves when none
+    is, the common case: one set test)."""
     tombstones = indexer._core.table.tombstones
     if tombstones and not tombstones.isdisjoint(ids):
         kept = [n for n, doc_id in enumerate(ids) if doc_id not in tombstones]
-        return [ids[n] for n in kept], [scored[n] for n in kept]
-    return ids, scored
+        return [ids[n] for n in kept], [values[n] for n in kept]
+    return ids, values
 
 
 def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
@@ -209,11 +217,7 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
     found = lane.plain_top(indexer.snapshot, indexer.analyzer.query_terms(query), k, INLINE_WORK)
     if found is None:
         return None
-    tombstones = indexer._core.table.tombstones
-    if tombstones and not tombstones.isdisjoint(found[0]):
-        kept = [n for n, doc_id in enumerate(found[0]) if doc_id not in tombstones]
-        return [found[0][n] for n in kept], [found[1][n] for n in kept]
-    return found
+    return _without_tombstones(indexer, *found)
 
 
 async def search_ranked(indexer: Indexer, query: object, *, k: object, embedding: object,
