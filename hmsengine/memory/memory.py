@@ -185,6 +185,17 @@ class Memory:
         """
         if unknown:
             raise unknown_option(unknown)
+        if as_of is None and known_at is None and subject is None and entity is None \
+                and namespace is None and kinds is None and embedding is None \
+                and explain is False and history.__class__ is str and history in ("current", "all") \
+                and k.__class__ is int and 1 <= k <= recall.MAX_CANDIDATES \
+                and candidate_limit.__class__ is int \
+                and 1 <= candidate_limit <= recall.MAX_CANDIDATES:
+            # The common call: no options to carry (recall's default path, without building
+            # them into a RecallOptions and checking them again: ~1/15 of a recall).
+            found = await recall.default_recall(self.core, query, k)
+            if found is not None:
+                return found
         return await recall.recall(self.core, query, RecallOptions(
             k=k, as_of=as_of, known_at=known_at, history=history, subject=subject, entity=entity,
             namespace=namespace, kinds=kinds, embedding=embedding,

@@ -220,12 +220,34 @@ def _default_k(core: MemoryCore, options: RecallOptions) -> int | None:
             or not 1 <= limit <= MAX_CANDIDATES or options.explain \
             or options.history not in ("current", "all"):
         return None
+    return int(k) if _store_is_plain(core) else None
+
+
+def _store_is_plain(core: MemoryCore) -> bool:
+    """Whether nothing about ``core`` and its store can make recall differ from search: no
+    embedder (or embedder problem), no recency or importance policy, no episode, nothing
+    temporal (``MemoryIndex.is_temporal``)."""
     index = core.index
-    if core.embedder is not None or core.embedder_problem is not None \
-            or core.recency is not None or core.importance is not None \
-            or index.kind_counts.get("episode") or index.is_temporal(core.slot_policy):
+    return not (core.embedder is not None or core.embedder_problem is not None
+                or core.recency is not None or core.importance is not None
+                or index.kind_counts.get("episode") or index.is_temporal(core.slot_policy))
+
+
+async def default_recall(core: MemoryCore, query: object, k: int) -> list[RecallHit] | None:
+    """``recall(query, k=k)`` with every other option at its default, when the store makes
+    that plainly search (the default path); None when it does not (the caller then runs
+    ``recall``). ``k`` must be an int in 1..MAX_CANDIDATES (``Memory.recall`` checks)."""
+    if not isinstance(query, str):
+        raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+    if not _store_is_plain(core):
         return None
-    return int(k)
+    pairs = await core.engine.search_ids(query, k=k, semantic_weight=core.config.semantic_weight)
+    cache = core.state.facts
+    out = cached_recall_hits(pairs, cache.facts, "current")
+    if out is not None:
+        cache.hits += len(out)
+        return out
+    return await _read_hits(core, pairs)
 
 
 async def _current_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit]:
@@ -237,6 +259,10 @@ async def _current_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list
     if out is not None:
         cache.hits += len(out)
         return out
+    return await _read_hits(core, hits)
+
+
+async def _read_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit]:
     facts = await core.facts([doc_id for doc_id, _ in hits])
     return [recall_hit(fact, score, "current")
             for (_, score), fact in zip(hits, facts, strict=True) if fact is not None]
