@@ -124,6 +124,29 @@ def cosine_topk(
     return result
 
 
+@jit
+def cosine_exact_rows(
+    matrix: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.int32],
+    query: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """float64 dot products of ``matrix[rows[i]]`` (float32[n, d], each value widened) with
+    ``query`` (float64[d]): ``out[i] = sum_j float64(matrix[rows[i], j]) * query[j]``, summed in
+    column order 0..d-1 from 0.0 (one fixed order, independent of BLAS and of the row's place).
+    The exact scores fusion ranks a few candidates by (``index.search``), one call for all of
+    them. Releases the GIL; O(len(rows) * d); rows must be in range."""
+    n_rows = rows.shape[0]
+    d = matrix.shape[1]
+    out = np.empty(n_rows, dtype=np.float64)
+    for i in range(n_rows):
+        row = rows[i]
+        s = 0.0
+        for j in range(d):
+            s += np.float64(matrix[row, j]) * query[j]
+        out[i] = s
+    return out
+
+
 def l2_normalise_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Rows scaled to unit L2 norm as a new C-contiguous float32 [n, d] array.
 

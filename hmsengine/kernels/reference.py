@@ -121,6 +121,16 @@ def cosine_topk(
     return ranked(cosine_scores(matrix, query, lanes)[rows], rows, k)
 
 
+def cosine_exact_rows(
+    matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.int32], query: F64
+) -> F64:
+    """``cosine.cosine_exact_rows``: each row widened to float64, summed in column order."""
+    out = np.zeros(rows.shape[0], dtype=np.float64)
+    for j in range(matrix.shape[1]):  # column by column: the kernel's order for every row
+        out = out + matrix[rows, j].astype(np.float64) * query[j]
+    return out
+
+
 def build_postings(
     docs: Sequence[Sequence[int]], n_terms: int
 ) -> tuple[I64, npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int32]]:

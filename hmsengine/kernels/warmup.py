@@ -84,3 +84,4 @@ def warm_up() -> None:
     query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
     for m in (matrix, *_readonly(matrix)):
         cosine.cosine_topk(m, query, allowed, 2)
+        cosine.cosine_exact_rows(m, np.array([0, 2], dtype=np.int32), query.astype(np.float64))

@@ -344,3 +344,38 @@ async def test_term_memo_drops_its_oldest_terms_when_full(monkeypatch):
             assert {h.id: h.score for h in hits} == pytest.approx(expected, rel=1e-12)
         memo = engine._indexer.snapshot.memo("terms")
         assert list(memo) == words[-8:]
+
+
+async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch):
+    """Vector and fused hits carry each document's exact float64 cosine, whatever view holds it
+    (several segments and the unfolded tail)."""
+    import numpy as np
+
+    from hmsengine.kernels import reference
+    from hmsengine.kernels.cosine import l2_normalise, l2_normalise_rows
+
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
+    rng = np.random.default_rng(7)
+    vectors = l2_normalise_rows(rng.standard_normal((600, 24)))
+    async with Engine.open(None) as engine:
+        for lo in range(0, 600, 150):  # four commits: three folded segments, then a tail
+            await engine.put_documents([
+                {"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}",
+                 "embedding": vectors[n].tolist()} for n in range(lo, lo + 150)])
+            with trio.fail_after(30):
+                while lo < 450 and engine._indexer.snapshot.tail:
+                    await trio.sleep(0.01)
+        await engine.delete_document("d3")
+        assert engine.statistics().index_segments >= 3
+        live = [n for n in range(600) if n != 3]
+        for _ in range(5):
+            query = l2_normalise(rng.standard_normal(24))
+            exact = reference.cosine_exact_rows(vectors, np.asarray(live, dtype=np.int32),
+                                                query.astype(np.float64))
+            best = sorted(zip(exact.tolist(), live, strict=True), key=lambda sn: (-sn[0], sn[1]))[:10]
+            hits = await engine.search_documents("", embedding=query, k=10)
+            assert [h.id for h in hits] == [f"d{n}" for _, n in best]
+            assert [h.semantic for h in hits] == [s for s, _ in best]
+            fused = await engine.search_documents("alpha echo", embedding=query, k=20)
+            by_doc = dict(zip(live, exact.tolist(), strict=True))
+            assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)

@@ -98,3 +98,21 @@ def test_l2_normalise_keeps_zero_rows() -> None:
     assert m.dtype == np.float32 and m.flags.c_contiguous
     assert m.tolist() == [[np.float32(0.6), np.float32(0.8)], [0.0, 0.0]]
     assert cosine.l2_normalise(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+
+
+@given(matrices(), st.integers(0, 2**32 - 1))
+@SETTINGS
+def test_exact_rows_sum_each_row_in_column_order(case: tuple[np.ndarray, np.ndarray, np.ndarray, int],
+                                                   seed: int) -> None:
+    """cosine_exact_rows equals the column-order float64 reference bit for bit, any rows."""
+    matrix, query, _, _ = case
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, max(matrix.shape[0], 1), size=rng.integers(0, 12)).astype(np.int32)
+    if matrix.shape[0] == 0:
+        rows = rows[:0]
+    q64 = query.astype(np.float64)
+    got = cosine.cosine_exact_rows(matrix, rows, q64)
+    want = reference.cosine_exact_rows(matrix, rows, q64)
+    assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
+    if rows.size:  # and it is the cosine, to float64 rounding
+        assert np.allclose(got, matrix[rows].astype(np.float64) @ q64, rtol=0, atol=1e-12)
