@@ -96,8 +96,10 @@ def raw_zstd_frame(data: bytes) -> bytes:
 
 
 # What precedes the payload in ``raw_zstd_frame`` of an n-byte payload, for every n it takes.
-_RAW_HEADS = tuple((_FCS_1 + bytes((n,)) if n < 256 else _FCS_2 + (n - 256).to_bytes(2, "little"))
-                   + ((n << 3) | 1).to_bytes(3, "little") for n in range(SMALL_PAYLOAD_BYTES))
+RAW_FRAME_HEADS = tuple(
+    (_FCS_1 + bytes((n,)) if n < 256 else _FCS_2 + (n - 256).to_bytes(2, "little"))
+    + ((n << 3) | 1).to_bytes(3, "little") for n in range(SMALL_PAYLOAD_BYTES))
+_RAW_HEADS = RAW_FRAME_HEADS
 
 
 def raw_frame_payload(data: bytes, start: int, size: int) -> bytes | None:
