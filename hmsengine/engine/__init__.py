@@ -24,6 +24,7 @@ from .values import (
     Document,
     EngineStatistics,
     Hit,
+    MetadataChunk,
     PutOp,
     PutResult,
     check_embedding,
@@ -37,8 +38,8 @@ from .values import (
 
 __all__ = [
     "DEFAULT_SEMANTIC_WEIGHT", "TOMBSTONE_PREFIX", "Change", "CheckFinding", "CheckReport",
-    "CompactReport", "Document", "DocumentEngine", "EngineStatistics", "Hit", "PutOp", "PutResult",
-    "RestoreReport", "adopt_replica", "check_embedding", "check_id", "check_metadata",
+    "CompactReport", "Document", "DocumentEngine", "EngineStatistics", "Hit", "MetadataChunk",
+    "PutOp", "PutResult", "RestoreReport", "adopt_replica", "check_embedding", "check_id", "check_metadata",
     "check_store", "check_text", "check_unicode", "is_tombstone_json", "put_op",
     "replicated_stores", "restore_from_bucket", "store_exists",
 ]

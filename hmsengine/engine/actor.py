@@ -108,20 +108,25 @@ class Background:
 
     def __init__(self, function: Callable[[], Any], name: str = "hmsengine-background") -> None:
         self._error: BaseException | None = None
+        self._value: Any = None
         self._function = function
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._function()
+            self._value = self._function()
         except BaseException as exc:  # handed to the opener by result()
             self._error = exc
 
     def join(self) -> None:
         self._thread.join()
 
-    def result(self) -> None:
+    def result(self) -> Any:
+        """What the function returned (after waiting for it), or what it raised, re-raised.
+        The value is handed over, not kept: a second call returns None."""
         self._thread.join()
         if self._error is not None:
             raise self._error
+        value, self._value = self._value, None
+        return value

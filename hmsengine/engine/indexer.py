@@ -26,8 +26,10 @@ import trio
 from ..errors import HmsError, map_errors
 from ..index import persist
 from ..index.analyzer import Analyzer
+from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
+from .docnums import DocnumMap
 from .state import DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
@@ -67,7 +69,8 @@ class Indexer:
         self.analyzer = analyzer
         self.dim = core.format.dim
         self.snapshot: Snapshot = EMPTY
-        self.docnum_of: dict[str, int] = {}
+        # id -> document number of every document the index holds (engine/docnums.py).
+        self.docnum_of = DocnumMap()
         # Resolved search filters of frozenset ids, per snapshot (engine/readers.py).
         self.filter_cache: dict[int, Any] = {}
         self._wake = trio.Event()
@@ -187,7 +190,8 @@ class Indexer:
 
     # -- rebuild at open -------------------------------------------------------------------
 
-    async def rebuild(self, progress: Callable[[int, int], Any] | None = None) -> None:
+    async def rebuild(self, progress: Callable[[int, int], Any] | None = None,
+                      read: PersistedIndex | None = None) -> None:
         """Build the index at open: load persisted segments, re-index only what they lack.
 
         A persisted document counts only if the table still holds exactly that version (same
@@ -195,11 +199,12 @@ class Indexer:
         threads. Segments are then made non-overlapping in document-number order, so ranking
         ties come out as a full rebuild would give them. ``progress(done, total)`` is called
         before each chunk of documents to tokenize and once at the end (never when none are).
+        ``read``: the persisted segments, if the opener has read them already.
         """
         table = self._core.table
         views: list[SegmentView] = []
         if self._persistent:
-            loaded = await trio.to_thread.run_sync(self._load_persisted)
+            loaded = await trio.to_thread.run_sync(self._load_persisted, read)
             adopted = self._adopt_all(loaded)
             if adopted is None:
                 adopted = [(segment, file, self._adopt(segment)) for segment, file in loaded]
@@ -268,16 +273,23 @@ class Indexer:
                 theirs.extend(i for i, k in zip(segment.ids, kept.tolist(), strict=True) if k)
         if mine != theirs:
             return None  # a key reused by another id: cannot happen unless damaged; be careful
-        self.docnum_of.update(zip(mine, docnums[keep].tolist(), strict=True))
+        if ids is table.entries.base_ids:  # positions are the table's rows: no dict entry each
+            self.docnum_of.adopt_base(table.entries.row_map, at[keep], docnums[keep])
+        else:
+            self.docnum_of.update(zip(mine, docnums[keep].tolist(), strict=True))
         out = []
-        taken = iter(mine)
+        next_mine = 0  # the first of ``mine`` (the kept documents, in order) not yet taken
         for (segment, file), kept in zip(ordered, kept_of, strict=True):
-            if kept.all():
-                swapped = tuple(next(taken) for _ in range(segment.n_docs))
+            n_kept = int(kept.sum())
+            taken = mine[next_mine:next_mine + n_kept]
+            next_mine += n_kept
+            if n_kept == segment.n_docs:
+                swapped = tuple(taken)
                 dead: list[int] = []
             else:
+                kept_ids = iter(taken)
                 flags = kept.tolist()
-                swapped = tuple(next(taken) if k else doc_id
+                swapped = tuple(next(kept_ids) if k else doc_id
                                 for doc_id, k in zip(segment.ids, flags, strict=True))
                 dead = [local for local, k in enumerate(flags) if not k]
             out.append((attrs.evolve(segment, ids=swapped), file, dead))
@@ -329,20 +341,16 @@ class Indexer:
 
     # -- persistence (worker threads) --------------------------------------------------------
 
-    def _load_persisted(self) -> list[tuple[Segment, str]]:
+    def _load_persisted(self, read: PersistedIndex | None) -> list[tuple[Segment, str]]:
+        """The persisted segments of the live generation: ``read`` if it read that generation
+        (the opener starts the reading beside recovery: ``read_persisted``), else read now."""
         core = self._core
-        files = persist.read_manifest(core.directory, core.generation,
-                                      analyzer=self.analyzer.name, dim=self.dim)
-        out = []
-        for file in files:
-            segment = persist.load_segment(core.directory, core.generation, file, core.codec)
-            if segment is None:
-                self.segments_rejected += 1
-            else:
-                out.append((segment, file))
-            number = int(file[4:12]) if file[4:12].isdigit() else 0
-            self._file_counter = max(self._file_counter, number)
-        return out
+        if read is None or read.generation != core.generation:
+            read = read_persisted(core.directory, core.generation, core.codec,
+                                  analyzer=self.analyzer.name, dim=self.dim)
+        self.segments_rejected += read.rejected
+        self._file_counter = max(self._file_counter, read.last_number)
+        return read.loaded
 
     async def persist_into(self, generation: str) -> None:
         """Write every current segment into ``generation`` (a compaction's new one), each with

@@ -17,6 +17,7 @@ files and releases the lock. No ``ExceptionGroup`` escapes: see ``actor.raise_si
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ import trio
 
 from ..errors import InvalidRequest, map_errors
 from ..index.analyzer import get_analyzer
+from ..index.persist import read_persisted
 from ..kernels.warmup import warm_up
 from ..replication.options import Replication
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
@@ -62,19 +64,38 @@ def as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
 
 
 async def _open_core(directory: Directory, clock: Callable[[], int], *, dim: int,
-                     embedding_dim: int | None, analyzer: str,
-                     key: str | bytes | None) -> tuple[StoreCore, Background]:
+                     embedding_dim: int | None, analyzer: str, key: str | bytes | None,
+                     ) -> tuple[StoreCore, Background, Background | None]:
+    """The recovered core, the kernel warm-up, and the reading of the persisted index segments
+    (None for an in-memory store), both started in threads of their own."""
     now = clock()
     # Compile (or load from numba's cache) every kernel before the first query needs it, in a
     # thread of its own while the store is recovered: much of both runs without the GIL.
     warming = Background(warm_up, "hmsengine-warm-up")
+    # The persisted index segments are read in a third thread, started once the live generation
+    # is known and the key checked: reading and decompressing them (a second for a million
+    # documents) runs without the GIL, beside recovery's table snapshot and journal tail.
+    reading: list[Background] = []
+
+    def read_index(core: StoreCore) -> None:
+        if isinstance(directory, MemoryDirectory):
+            return
+        fmt = core.format
+        reading.append(Background(functools.partial(
+            read_persisted, core.directory, core.generation, core.codec,
+            analyzer=get_analyzer(fmt.analyzer).name, dim=fmt.dim), "hmsengine-index-read"))
+
     try:
         core = await trio.to_thread.run_sync(
             lambda: open_store(directory, analyzer=analyzer, dim=dim,
-                               embedding_dim=embedding_dim, now_ms=now, key=key)
+                               embedding_dim=embedding_dim, now_ms=now, key=key,
+                               before_recovery=read_index)
         )
     finally:
         await trio.to_thread.run_sync(warming.join)
+        for thread in reading:  # a failed open leaves no thread reading its files
+            await trio.to_thread.run_sync(thread.join)
+    prefetch = reading[0] if reading else None
     recorded = core.format.embedding_dim or core.table.embedding_dim
     if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
         await trio.to_thread.run_sync(core.close)
@@ -82,7 +103,7 @@ async def _open_core(directory: Directory, clock: Callable[[], int], *, dim: int
     if core.table.embedding_dim is None:
         core.table.embedding_dim = recorded
     core.clock = stamp(clock)
-    return core, warming
+    return core, warming, prefetch
 
 
 @asynccontextmanager
@@ -91,8 +112,9 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
                     progress: Callable[[int, int], Any] | None = None,
                     replication: Replication | None = None) -> AsyncIterator[_E]:
     """Open the store, start its actors, yield ``factory(...)``'s engine, close in order."""
-    core, warming = await _open_core(directory, clock, dim=dim, embedding_dim=embedding_dim,
-                                     analyzer=analyzer, key=key)
+    core, warming, reading = await _open_core(directory, clock, dim=dim,
+                                              embedding_dim=embedding_dim, analyzer=analyzer,
+                                              key=key)
     replica = None
     if replication is not None:
         try:
@@ -116,7 +138,7 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
 
     try:
         warming.result()
-        await indexer.rebuild(progress)
+        await indexer.rebuild(progress, reading.result() if reading is not None else None)
         if replica is not None:
             writer.on_durable = replica.on_durable
             indexer.on_persisted = replica.on_index

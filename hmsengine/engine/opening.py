@@ -11,7 +11,8 @@
    new store, write ``format.json`` and the first generation (``CorruptStore``, nothing
    written, when ``format.json`` is gone but the store's other files are there);
 4. read ``CURRENT``, check that generation has both its files (``CorruptStore`` otherwise),
-   open its journal and text segment (``StoreCore``);
+   open its journal and text segment (``StoreCore``); call ``before_recovery`` (the engine
+   starts reading the generation's persisted index beside recovery);
 5. ``recovery.recover``: replay, truncate a torn tail, repair the text segment (damage is found
    before anything is written); note whether a purge is pending;
 6. erase stray generations an interrupted compaction left (zeroed first).
@@ -43,8 +44,14 @@ def store_exists(path: str) -> bool:
 
 def open_store(directory: Directory, *, analyzer: str, dim: int, embedding_dim: int | None,
                now_ms: int, key: str | bytes | None = None,
-               progress: Callable[[str], None] | None = None) -> StoreCore:
-    """Lock, create if new, recover, and return the open core (the caller must ``close`` it)."""
+               progress: Callable[[str], None] | None = None,
+               before_recovery: Callable[[StoreCore], None] | None = None) -> StoreCore:
+    """Lock, create if new, recover, and return the open core (the caller must ``close`` it).
+
+    ``before_recovery(core)`` is called once the live generation is open and the key checked,
+    before recovery: the engine starts reading the persisted index there, beside recovery
+    (which never writes the live generation's index files). Not called if the open fails
+    earlier."""
     if directory.isdir(""):
         # Refused before the lock file is made in it: a refused open leaves nothing behind.
         with map_errors("opening the store", file=directory.describe("")):
@@ -61,6 +68,8 @@ def open_store(directory: Directory, *, analyzer: str, dim: int, embedding_dim: 
             generations.check_generation_files(directory, live)
             core = StoreCore.open_generation(directory, fmt, live, codec)
         try:
+            if before_recovery is not None:
+                before_recovery(core)
             recover(core, progress=progress)
             core.purge_pending = core.tombstones_since_base()
             # Left by an interrupted compaction: erase them (they may hold purged text).

@@ -8,18 +8,21 @@ holds where the document's text record is, its metadata JSON and its embedding.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..storage.tablesnap import PackedText
-from .values import is_tombstone_json
+from .values import MetadataChunk, is_tombstone_json
 
 # A document version's key: its place in the commit order (revision, then position in the
 # transaction; a transaction holds at most 10,000 operations). The search index uses it as the
 # document number, so ties rank by commit order whatever the index's history.
 KEY_STRIDE = 1 << 14
+# Base rows per chunk of ``Entries.metadata_chunks``: big enough that per-chunk work vanishes,
+# small enough that a reader's per-chunk buffers stay a few MiB.
+METADATA_CHUNK_ROWS = 1 << 16
 
 
 def doc_key(revision: int, position: int) -> int:
@@ -94,6 +97,16 @@ class Entries(MutableMapping[str, DocEntry]):
         self._embeddings = embeddings
         self._live_key = self._columns[:, 4].copy()
         self._len = len(ids)
+
+    @property
+    def base_ids(self) -> list[str]:
+        """The installed snapshot's ids, by row (the list itself: never changed, never to be)."""
+        return self._ids
+
+    @property
+    def row_map(self) -> Mapping[str, int]:
+        """id -> row of the installed snapshot's ids (fixed once installed; read-only)."""
+        return self._row_of
 
     def _row(self, row: int) -> DocEntry:
         offset, length, crc, revision, key = self._columns[row].tolist()
@@ -195,6 +208,33 @@ class Entries(MutableMapping[str, DocEntry]):
         out.extend((doc_id, e.metadata_json) for doc_id, e in list(over.items())
                    if doc_id not in row_of)
         return out
+
+    def metadata_chunks(self, rows: int = METADATA_CHUNK_ROWS) -> Iterator[MetadataChunk]:
+        """The documents of :meth:`metadata_items`, in the same order, as packed chunks of at
+        most ``rows`` base rows: a run of base rows whose version is the snapshot's (the usual
+        open) is handed over as the snapshot's bytes, no row decoded; a run holding a replaced
+        or deleted row is packed from its live entries; the ids only the overlay holds come
+        last. Lazy: take every chunk before the table changes (no await in between)."""
+        ids, packed = self._ids, self._metadata
+        # A base row whose key is still the snapshot's holds the snapshot's version (a replace
+        # always brings a newer key), even when a lookup has since built its overlay entry.
+        same = self._live_key == self._columns[:, 4]
+        over = self._over
+        for start in range(0, len(ids), rows):
+            stop = min(start + rows, len(ids))
+            if bool(same[start:stop].all()):
+                blob, bounds = packed.span(start, stop)
+                yield MetadataChunk(ids=ids[start:stop], blob=blob, bounds=bounds)
+                continue
+            live = [(ids[r], packed[r] if same[r] else over[ids[r]].metadata_json)
+                    for r in range(start, stop) if self._live_key[r] >= 0]
+            if live:
+                yield MetadataChunk.of(live)
+        row_of = self._row_of
+        rest = [(doc_id, e.metadata_json) for doc_id, e in list(over.items())
+                if doc_id not in row_of]
+        for start in range(0, len(rest), rows):
+            yield MetadataChunk.of(rest[start:start + rows])
 
     def keys_of(self, ids: Sequence[str]) -> np.ndarray:
         """int64 key of each id's current version, -1 where the id is not live."""

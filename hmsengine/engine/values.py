@@ -75,6 +75,32 @@ class Change:
     metadata_json: str | None = None
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class MetadataChunk:
+    """A run of documents with their metadata JSON packed as UTF-8 in one blob
+    (``DocumentEngine.scan_metadata_chunks``): row ``i`` is ``ids[i]``, its metadata is
+    ``blob[bounds[i]:bounds[i + 1] - 1]`` (empty for a document without metadata), and the rows
+    are separated by a newline, which compact JSON never holds raw. Read-only: ``ids`` and
+    ``bounds`` may be shared with the engine's table."""
+
+    ids: list[str]
+    blob: bytes | memoryview
+    bounds: np.ndarray  # int64, len(ids) + 1 entries, bounds[0] == 0
+
+    @classmethod
+    def of(cls, items: Sequence[tuple[str, str | None]]) -> MetadataChunk:
+        """The chunk of ``(id, metadata JSON or None)`` pairs."""
+        rows = [(m if m is not None else "").encode("utf-8") for _, m in items]
+        bounds = np.zeros(len(rows) + 1, dtype=np.int64)
+        if rows:
+            np.cumsum([len(r) + 1 for r in rows], out=bounds[1:])
+        return cls(ids=[doc_id for doc_id, _ in items], blob=b"\n".join(rows), bounds=bounds)
+
+    def rows(self) -> list[bytes]:
+        """Each document's metadata as UTF-8 bytes (empty: none), in order."""
+        return bytes(self.blob).split(b"\n") if self.ids else []
+
+
 @attrs.frozen(kw_only=True)
 class Hit:
     """One search result: the fused score and each signal's own score (None if it did not run)."""

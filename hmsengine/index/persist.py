@@ -34,6 +34,7 @@ import struct
 import zlib
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ..errors import CorruptStore, HmsError
@@ -199,3 +200,31 @@ def load_segment(directory: Directory, generation: str, file: str, codec: Codec)
         return decode_segment(directory.read_bytes(name), codec, file, directory.describe(name))
     except (HmsError, OSError):
         return None
+
+
+@attrs.frozen(eq=False)
+class PersistedIndex:
+    """What ``read_persisted`` found in a generation's index directory."""
+
+    generation: str
+    loaded: list[tuple[Segment, str]]  # (segment, file) of each whole segment the manifest lists
+    rejected: int  # listed files missing or damaged (their documents are re-indexed)
+    last_number: int  # the highest file number listed (new files are numbered after it)
+
+
+def read_persisted(directory: Directory, generation: str, codec: Codec, *, analyzer: str,
+                   dim: int) -> PersistedIndex:
+    """Read and decode the segments a generation's index manifest lists (for ``analyzer`` and
+    ``dim``; none if the manifest is missing, damaged or for others). Blocking, mostly without
+    the GIL (reading, decompressing): the engine's opener runs it in a thread beside recovery,
+    which never writes the live generation's index files."""
+    out = []
+    rejected = last = 0
+    for file in read_manifest(directory, generation, analyzer=analyzer, dim=dim):
+        segment = load_segment(directory, generation, file, codec)
+        if segment is None:
+            rejected += 1
+        else:
+            out.append((segment, file))
+        last = max(last, int(file[4:12]) if file[4:12].isdigit() else 0)
+    return PersistedIndex(generation=generation, loaded=out, rejected=rejected, last_number=last)

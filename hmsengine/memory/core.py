@@ -63,7 +63,7 @@ class EngineState:
 
     def __init__(self, engine: DocumentEngine) -> None:
         self.index = MemoryIndex()
-        self.index.load(engine.scan_metadata(), engine.revision)
+        self.index.load_chunks(engine.scan_metadata_chunks(), engine.revision)
         self.index.retention = retention_defaults(engine)
         self.clock = engine.now
         # Recently read facts, so a recall whose hits were read before costs little more than

@@ -30,7 +30,8 @@ import gc
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-from ..engine import TOMBSTONE_PREFIX, Change, is_tombstone_json
+from ..engine import TOMBSTONE_PREFIX, Change, MetadataChunk, is_tombstone_json
+from .index_load import load_chunks
 from .policy_base import FactInfo, LatestBySubject, SupersessionPolicy, bad_result, policy_failed
 from .stamp import STAMP_KEY, Stamp, StampParser, plain_stamp
 
@@ -107,6 +108,16 @@ class MemoryIndex:
         finally:
             if collecting:
                 gc.enable()
+        self.revision = revision
+
+    def load_chunks(self, chunks: Iterable[MetadataChunk], revision: int) -> None:
+        """Index every document of an engine's ``scan_metadata_chunks()`` into this empty index,
+        grouping equal stamps on the packed bytes before decoding (memory/index_load.py): the
+        same result as :meth:`load` over ``scan_metadata()``, a fraction of the time at open."""
+        if self.facts:
+            raise RuntimeError("the memory index is loaded from chunks only when empty")
+        load_chunks(chunks, facts=self.facts, kind_counts=self.kind_counts,
+                    parse=self._stamps.parse, add=self._add)
         self.revision = revision
 
     def on_commit(self, revision: int, changes: list[Change],

@@ -6,9 +6,15 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import threading
+
+import pytest
 
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
+from hmsengine.engine import opening as opening_module
+from hmsengine.errors import CorruptStore
+from hmsengine.index.persist import PersistedIndex
 
 WORDS = [f"w{i}" for i in range(3000)]
 QUERIES = ["w1 w2", "w10 w300 w2999", "w7", "w42 w43 w44 w45", "w0 w1 w2 w3 w4"]
@@ -112,3 +118,58 @@ async def test_garbage_manifest_means_full_rebuild(disk_path):
     async with Engine.open(disk_path) as engine:
         assert engine.statistics().index_documents_tokenized == 500
         assert await results(engine) == before
+
+
+async def test_index_files_are_read_beside_recovery(disk_path, monkeypatch):
+    """The reopen reads the persisted segments in a thread of their own started before recovery
+    ends, and adopts them (nothing tokenized, answers as before); segments read for another
+    generation are never adopted: the live generation's are read again."""
+    from hmsengine.engine import lifecycle
+
+    async with Engine.open(disk_path) as engine:
+        await engine.put_documents(corpus(800))
+        before = await results(engine)
+    seen: list[str] = []
+    reading = threading.Event()
+    during: list[bool] = []
+    real_read, real_recover = lifecycle.read_persisted, opening_module.recover
+
+    def read(*args, **kwargs):
+        seen.append(threading.current_thread().name)
+        reading.set()
+        return real_read(*args, **kwargs)
+
+    def recover(*args, **kwargs):
+        during.append(reading.wait(10))  # the read has started while recovery runs
+        real_recover(*args, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "read_persisted", read)
+    monkeypatch.setattr(opening_module, "recover", recover)
+    async with Engine.open(disk_path) as engine:
+        assert seen == ["hmsengine-index-read"] and during == [True]
+        stats = engine.statistics()
+        assert stats.index_documents_tokenized == 0 and stats.index_documents_loaded == 800
+        assert await results(engine) == before
+        indexer = engine._indexer
+        assert len(indexer.docnum_of) == 800 and not indexer.docnum_of._over  # the base column
+        other = PersistedIndex(generation="gen-99999999", loaded=[], rejected=0,
+                                              last_number=0)
+        again = indexer._load_persisted(other)
+        assert sum(s.n_docs for s, _ in again) == 800
+
+
+async def test_failed_open_leaves_no_index_reader_behind(disk_path):
+    """A store refused at recovery (its journal cut after a clean close) raises CorruptStore
+    with no thread left reading its index files, and opens again once the journal is back."""
+    async with Engine.open(disk_path) as engine:
+        await engine.put_documents(corpus(300))
+    journal = os.path.join(disk_path, "gen-00000001", "journal.log")
+    whole = open(journal, "rb").read()
+    open(journal, "wb").write(whole[:len(whole) // 2])
+    with pytest.raises(CorruptStore):
+        async with Engine.open(disk_path):
+            pass
+    assert not [t for t in threading.enumerate() if t.name == "hmsengine-index-read"]
+    open(journal, "wb").write(whole)
+    async with Engine.open(disk_path) as engine:
+        assert engine.statistics().index_documents_loaded == 300

@@ -7,6 +7,7 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hmsengine import Engine, Memory
@@ -103,3 +104,29 @@ async def test_a_reopened_store_reads_the_same_metadata(tmp_path: Path):
         assert (await memory.get("z")).metadata == {"note": "ünïcode ✓"}  # type: ignore[union-attr]
         assert await engine.get_document("gone") is None
         assert "gone" in engine.tombstones()
+
+
+def test_newline_scan_in_pieces_matches_one_pass(monkeypatch):
+    """The blob is scanned a piece at a time (pieces cut after a newline): with pieces of a few
+    bytes, rows of multi-byte characters, rows longer than a piece and empty rows come back
+    whole; a blob that is not UTF-8 in a later piece is still refused; ``span`` hands out a
+    run of rows in the column's form without decoding them."""
+    from hmsengine.storage import tablesnap
+
+    rows = ["é✓" * 7, None, "a" * 40, "", '{"k":"Zoë"}', "✓", "b" * 3]
+    monkeypatch.setattr(tablesnap, "_SCAN_BYTES", 5)
+    packed = PackedText.of(rows)
+    assert list(packed) == [r or None for r in rows]
+    blob = "\n".join(r or "" for r in rows).encode()
+    one_pass = np.flatnonzero(np.frombuffer(blob, dtype=np.uint8) == 0x0A)
+    assert np.array_equal(tablesnap._newlines(blob), one_pass)
+    bad = blob + b"\n" + b"x" * 20 + b"\xff"
+    with pytest.raises(ValueError):
+        PackedText(bad, len(rows) + 1)
+    part, bounds = packed.span(2, 5)
+    assert bytes(part) == "\n".join(["a" * 40, "", '{"k":"Zoë"}']).encode()
+    assert [bytes(part)[bounds[i]:bounds[i + 1] - 1].decode() for i in range(3)] == \
+        ["a" * 40, "", '{"k":"Zoë"}']
+    assert bytes(packed.span(3, 3)[0]) == b"" and list(packed.span(3, 3)[1]) == [0]
+    with pytest.raises(IndexError):
+        packed.span(5, 8)
