@@ -416,7 +416,11 @@ async def hms_concurrent_ingest(engine: Engine, corpus: Corpus) -> dict[str, Any
     s = engine.statistics()
     return {"seconds": seconds, "docs_per_s": corpus.n / seconds, "writers": WRITERS,
             "transactions": s.transactions, "fsyncs": s.fsyncs,
-            "segments_at_end": s.index_segments, "tail_at_end": s.index_tail}
+            "segments_at_end": s.index_segments, "tail_at_end": s.index_tail,
+            # Live documents per segment, oldest first: what the merge policy left (lexical.notes.md).
+            "segment_sizes_at_end": [v.n_live for v in engine._indexer.snapshot.segments],
+            "folds": engine._indexer.folds, "merges": engine._indexer.merges,
+            "merged_documents": getattr(engine._indexer, "merged_documents", None)}
 
 
 # -- one size, in its own process -----------------------------------------------------------------

@@ -31,3 +31,14 @@ def store_path(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> st
 def disk_path(tmp_path: os.PathLike[str]) -> str:
     """A fresh store directory on disk (for tests that reopen or inspect files)."""
     return os.path.join(str(tmp_path), "store")
+
+
+@pytest.fixture
+def no_merges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index builder merges no segments while writes come (it still folds, drops dead
+    documents and consolidates when idle): for tests that build the segments they need."""
+    from hmsengine.engine import indexer
+    from hmsengine.index.mergepolicy import MergePolicy
+
+    monkeypatch.setattr(indexer, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))

@@ -26,6 +26,7 @@ import trio
 from ..errors import HmsError, map_errors
 from ..index import persist
 from ..index.analyzer import Analyzer
+from ..index.mergepolicy import MergePolicy
 from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
@@ -35,27 +36,31 @@ from .store import StoreCore
 from .txn import StoredOp, StoredPut
 from .values import is_tombstone_json
 
-MAX_SEGMENTS = 6
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
 FOLD_AT = 512
 FOLD_IDLE_SECONDS = 0.05
-MERGE_WINDOW = 4
 REBUILD_CHUNK = 20_000
 DEAD_FRACTION_TO_REWRITE = 0.3
 # Persist segments in the background once this many indexed documents are not on disk.
 PERSIST_AT = 50_000
 # Consolidation (Indexer._consolidation): once no commit has come for this long, the builder
 # merges segments so that queries visit fewer of them (a 200k-document index answered ~13%
-# faster as one segment than as the five its build left, bench/search.py). Everything is merged
-# into one segment when the documents outside the largest are at least this fraction of it, so
-# a document is rewritten at most ~5 times by consolidations; otherwise only the small segments
-# are merged together.
+# faster as one segment than as the five its build left, bench/search.py): all into one when
+# the documents outside the largest are at least this fraction of it, else only the small ones
+# together. 1/32, not 1/4: the merge policy below leaves under a quarter outside the largest
+# (1/4 settled 3 of 102 simulated bursts of 20k-200k into one segment, 1/32 90 of them), at a
+# cost in idle work only: the largest grows by 1/32 between two such rewrites, so at most ~33
+# documents are written per document taken.
 CONSOLIDATE_IDLE_SECONDS = 0.5
-CONSOLIDATE_FRACTION = 0.25
+CONSOLIDATE_FRACTION = 1 / 32
 # ... and only merges of at most this many documents: a larger one would rewrite hundreds of MB
 # in the background (holding a second copy of the index meanwhile) for a gain that shrinks as
 # the postings themselves dominate a query; such stores keep the regular merge policy.
 CONSOLIDATE_MAX_DOCS = 500_000
+# Which segments merge while writes come (index/mergepolicy.py; bench/results/lexical.notes.md):
+# 2-4 are left right after 128 writers put 50k documents (the former cap of 6, merging the 4
+# smallest neighbours, left 4-7), with fewer documents written by merges per document.
+MERGE_POLICY = MergePolicy(ratio=4.0, max_merge=CONSOLIDATE_MAX_DOCS, max_segments=12, window=4)
 
 
 class Indexer:
@@ -77,6 +82,7 @@ class Indexer:
         self._meta: dict[tuple[str, str], set[str]] | None = None
         self._cancel = trio.CancelScope()
         self.merges = 0
+        self.merged_documents = 0  # documents written by merges (write amplification, bench/)
         self.folds = 0
         self.consolidations = 0
         self.persist_failures = 0
@@ -475,11 +481,7 @@ class Indexer:
         for i, v in enumerate(views):
             if v.segment.n_docs >= 64 and v.n_live < (1 - DEAD_FRACTION_TO_REWRITE) * v.segment.n_docs:
                 return i, i + 1
-        if len(views) <= MAX_SEGMENTS:
-            return None
-        sizes = [v.segment.n_docs for v in views]
-        best = min(range(len(views) - MERGE_WINDOW + 1), key=lambda i: (sum(sizes[i:i + MERGE_WINDOW]), -i))
-        return best, best + MERGE_WINDOW
+        return MERGE_POLICY.pick([v.n_live for v in views])
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The index-builder actor: fold the tail into segments, merge small or sparse segments."""
@@ -590,6 +592,7 @@ class Indexer:
         self.snapshot = attrs.evolve(
             snap, segments=(*current[:start], *middle, *current[start + len(views):]))
         self.merges += 1
+        self.merged_documents += merged.n_docs
 
     def stop(self) -> None:
         self._cancel.cancel()

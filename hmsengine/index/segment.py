@@ -194,6 +194,45 @@ def _without_empty_terms(vocab: dict[str, int], terms: Postings) -> tuple[dict[s
     return kept, Postings(offsets=offsets, doc_ids=terms.doc_ids, values=terms.values)
 
 
+def _numbered_in_order(vocab: dict[str, int]) -> bool:
+    """True when ``vocab``'s values are 0, 1, ... in its insertion order (as every build,
+    merge and load makes them)."""
+    n = len(vocab)
+    return bool(np.array_equal(np.fromiter(vocab.values(), np.int64, n), np.arange(n)))
+
+
+def _merged_vocabulary(segments: Sequence[Segment]) -> dict[str, int]:
+    """Every term of ``segments`` in first-seen order, numbered 0, 1, ...
+
+    The first segment's vocabulary is copied whole when it is numbered in order (one C-level
+    copy), and only the terms it lacks are looked at in the others: the size-ratio merge policy
+    merges small segments into a large one, whose vocabulary is most of the work otherwise, and
+    all of it holds the GIL against the event loop.
+    """
+    if not segments:
+        return {}
+    first = segments[0].vocab
+    vocab = dict(first) if _numbered_in_order(first) else dict(zip(first, range(len(first)), strict=True))
+    for seg in segments[1:]:
+        new = list(itertools.filterfalse(vocab.__contains__, seg.vocab))
+        vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
+    return vocab
+
+
+def _column_map(own: dict[str, int], vocab: dict[str, int], *, same_prefix: bool) -> I64:
+    """For each column of a segment with vocabulary ``own``, its column in the merged
+    ``vocab``. ``same_prefix``: ``own`` is the first segment's, whose terms keep their order at
+    the start of ``vocab`` (so the map is that order, read without a dictionary lookup)."""
+    n_terms = len(own)
+    colmap = np.empty(n_terms, dtype=np.int64)
+    positions = np.fromiter(own.values(), np.int64, n_terms)
+    if same_prefix:
+        colmap[positions] = np.arange(n_terms, dtype=np.int64)
+    else:
+        colmap[positions] = np.fromiter(map(vocab.__getitem__, own), np.int64, n_terms)
+    return colmap
+
+
 def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int,
                    embedding_dim: int | None) -> Segment:
     """One segment holding the live documents of ``segments``, ordered by document number, and
@@ -202,9 +241,7 @@ def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int
     The inputs may interleave (segments rebuilt at open can overlap persisted ones): documents
     are placed by their global number, so the result is the same whatever the input order.
     """
-    # Every term in first-seen order, numbered 0, 1, ...
-    seen = dict.fromkeys(itertools.chain.from_iterable(seg.vocab for seg in segments))
-    vocab: dict[str, int] = dict(zip(seen, range(len(seen)), strict=True))
+    vocab = _merged_vocabulary(segments)
     keeps = [live[: seg.n_docs].astype(bool) for seg, live in zip(segments, lives, strict=True)]
     keys = np.concatenate([seg.docnums[k] for seg, k in zip(segments, keeps, strict=True)]) \
         if segments else np.zeros(0, np.int64)
@@ -221,10 +258,7 @@ def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int
         docmap = np.full(seg.n_docs, -1, dtype=np.int64)
         docmap[keep] = rank[start:start + count]
         start += count
-        n_terms = len(seg.vocab)
-        colmap = np.empty(n_terms, dtype=np.int64)
-        colmap[np.fromiter(seg.vocab.values(), np.int64, n_terms)] = np.fromiter(
-            map(vocab.__getitem__, seg.vocab), np.int64, n_terms)
+        colmap = _column_map(seg.vocab, vocab, same_prefix=seg is segments[0])
         term_parts.append((seg.terms, colmap, docmap))
         gram_parts.append((seg.ngrams_if_built, np.arange(dim, dtype=np.int64), docmap))
         # C-level loops (here and for the vocabulary above): a merge runs in a worker thread,

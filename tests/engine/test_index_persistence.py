@@ -64,9 +64,10 @@ async def test_reopen_of_200k_documents_uses_persisted_segments(disk_path):
     assert await full_rebuild_results(disk_path) == before
 
 
-async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch):
+async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch, no_merges):
     """A flipped byte in a segment file: the file is rejected, its documents re-indexed."""
-    # Three segments, three files (an idle builder would consolidate them into one).
+    # Three segments, three files (an idle builder would consolidate them into one, and the
+    # merge policy would merge them as they come: no_merges).
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
     async with Engine.open(disk_path) as engine:
         docs = corpus(3000)

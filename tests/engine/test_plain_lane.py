@@ -13,6 +13,7 @@ from hmsengine.engine import indexer as indexer_module
 from hmsengine.engine import readers
 from hmsengine.index import lane
 from hmsengine.index import search as executor
+from hmsengine.index.mergepolicy import MergePolicy
 from hmsengine.kernels import lane as lane_kernel
 from hmsengine.kernels import pruning, warm_up
 
@@ -85,6 +86,9 @@ async def _segmented(engine: Engine, texts: list[str], batches: list[int], tail:
     """Put ``texts`` in ``batches`` (each folded into a segment of its own), then the last
     ``tail`` of them left as an unfolded tail."""
     indexer = engine._indexer
+    # Each batch stays a segment of its own: no merges while they come.
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
     start = 0
     for size in batches:
         await engine.put_documents([{"id": f"d{i}", "text": texts[i]}

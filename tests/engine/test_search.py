@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hmsengine import Engine, InvalidRequest
 from hmsengine.engine import indexer as indexer_module
 from hmsengine.index.analyzer import get_analyzer
+from hmsengine.index.mergepolicy import MergePolicy
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 
@@ -269,6 +270,9 @@ async def test_large_corpus_segmentation_does_not_change_results(monkeypatch):
     """One batch or many small commits (so other segments and merges): identical hits, bit for
     bit, on the pruned and dense paths."""
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
+    # Merges, but none past 600 documents: several segments stay (the default policy would make
+    # one of these 2,400 documents).
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY", MergePolicy(ratio=4.0, max_merge=600))
     async with Engine.open(None, analyzer="simple") as one, \
             Engine.open(None, analyzer="simple") as many:
         await _one_batch_and_many(one, many, _zipf_corpus(5, 2400))
@@ -281,11 +285,13 @@ async def test_large_corpus_segmentation_does_not_change_results(monkeypatch):
                 await many.search_documents(query, k=10)
 
 
-async def test_idle_consolidation_merges_segments_and_keeps_results(monkeypatch):
+async def test_idle_consolidation_merges_segments_and_keeps_results(monkeypatch, no_merges):
     """Once commits stop, the builder merges the segments many small commits left (fewer for
     queries to visit); every ranking stays bit for bit what one batch gives, and the store keeps
     answering and taking writes while and after it does."""
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    # no_merges: the size-ratio policy would leave these 2,400 documents in one segment; what
+    # is left to merge here is the consolidation's alone.
     async with Engine.open(None, analyzer="simple") as one, \
             Engine.open(None, analyzer="simple") as many:
         items = await _one_batch_and_many(one, many, _zipf_corpus(7, 2400))
@@ -346,7 +352,7 @@ async def test_term_memo_drops_its_oldest_terms_when_full(monkeypatch):
         assert list(memo) == words[-8:]
 
 
-async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch):
+async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch, no_merges):
     """Vector and fused hits carry each document's exact float64 cosine, whatever view holds it
     (several segments and the unfolded tail)."""
     import numpy as np
@@ -358,7 +364,8 @@ async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch
     rng = np.random.default_rng(7)
     vectors = l2_normalise_rows(rng.standard_normal((600, 24)))
     async with Engine.open(None) as engine:
-        for lo in range(0, 600, 150):  # four commits: three folded segments, then a tail
+        # Four commits: three folded segments (no_merges keeps them apart), then a tail.
+        for lo in range(0, 600, 150):
             await engine.put_documents([
                 {"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}",
                  "embedding": vectors[n].tolist()} for n in range(lo, lo + 150)])

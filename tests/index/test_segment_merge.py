@@ -85,3 +85,29 @@ def test_a_merge_equals_a_build_of_the_live_documents(seed: int) -> None:
     else:
         assert merged.embeddings is not None
         np.testing.assert_allclose(merged.embeddings, expected.embeddings, rtol=1e-6)
+
+
+@pytest.mark.parametrize("renumber", [False, True])
+def test_a_merge_numbers_terms_in_first_seen_order(renumber: bool) -> None:
+    """The merged vocabulary is every term in first-seen order over the inputs, numbered 0, 1,
+    ..., also when the first segment's own numbering is not its insertion order, and each
+    input's postings land under the right term."""
+    analyzer = get_analyzer("simple")
+    texts = ["alpha beta gamma", "beta delta", "delta epsilon alpha", "zeta beta", "eta alpha"]
+    cuts = [(0, 2), (2, 4), (4, 5)]
+    segments = []
+    for a, b in cuts:
+        segment = build_segment(analyzer, ids=[f"d{i}" for i in range(a, b)], texts=texts[a:b],
+                                embeddings=[None] * (b - a), first_docnum=a, dim=DIM,
+                                embedding_dim=None)
+        segments.append(segment)
+    if renumber:  # the same segment with its terms listed in another order than their columns
+        first = segments[0]
+        segments[0] = attrs.evolve(first, vocab=dict(reversed(list(first.vocab.items()))))
+    merged = merge_segments(segments, [np.ones(s.n_docs, np.uint8) for s in segments],
+                            dim=DIM, embedding_dim=None)
+    seen = list(dict.fromkeys(t for s in segments for t in s.vocab))
+    assert list(merged.vocab) == seen and list(merged.vocab.values()) == list(range(len(seen)))
+    whole = build_segment(analyzer, ids=[f"d{i}" for i in range(5)], texts=texts,
+                          embeddings=[None] * 5, first_docnum=0, dim=DIM, embedding_dim=None)
+    assert _postings_by_term(merged) == _postings_by_term(whole)
