@@ -14,6 +14,7 @@ from .check import check_store
 from .compaction import CompactReport
 from .engine import DocumentEngine
 from .opening import store_exists
+from .readers import MAX_QUERY_BYTES
 from .replica_restore import RestoreReport, replicated_stores, restore_from_bucket
 from .replica_restore import adopt as adopt_replica
 from .scrub import CheckFinding, CheckReport
@@ -37,7 +38,7 @@ from .values import (
 )
 
 __all__ = [
-    "DEFAULT_SEMANTIC_WEIGHT", "TOMBSTONE_PREFIX", "Change", "CheckFinding", "CheckReport",
+    "DEFAULT_SEMANTIC_WEIGHT", "MAX_QUERY_BYTES", "TOMBSTONE_PREFIX", "Change", "CheckFinding", "CheckReport",
     "CompactReport", "Document", "DocumentEngine", "EngineStatistics", "Hit", "MetadataChunk",
     "PutOp", "PutResult", "RestoreReport", "adopt_replica", "check_embedding", "check_id", "check_metadata",
     "check_store", "check_text", "check_unicode", "is_tombstone_json", "put_op",

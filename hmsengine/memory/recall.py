@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..clock import to_ms
-from ..engine import check_embedding, check_id, check_text
+from ..engine import MAX_QUERY_BYTES, check_embedding, check_id, check_text
 from ..errors import InvalidRequest, NotFound
 from .config import KINDS
 from .core import MemoryCore
@@ -268,10 +268,17 @@ async def _read_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[Re
             for (_, score), fact in zip(hits, facts, strict=True) if fact is not None]
 
 
-async def recall(core: MemoryCore, query: str, options: RecallOptions) -> list[RecallHit]:
-    """``Memory.recall``: search, then the temporal filter and the policies."""
+def _check_query(query: object) -> None:
+    """The query as search checks it (a string of at most ``MAX_QUERY_BYTES`` of UTF-8), checked
+    before any shortcut can answer without searching (a filter that matches nothing)."""
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+    check_text(query, "query", MAX_QUERY_BYTES)
+
+
+async def recall(core: MemoryCore, query: str, options: RecallOptions) -> list[RecallHit]:
+    """``Memory.recall``: search, then the temporal filter and the policies."""
+    _check_query(query)
     k = _default_k(core, options)
     if k is not None:
         # The ranking only: recall builds its own values, so search need not build Hits.
@@ -412,8 +419,7 @@ def _explanation(core: MemoryCore, query: str, plan: _Plan, doc_id: str, hit: An
 
 async def explain(core: MemoryCore, query: str, doc_id: str, options: RecallOptions) -> Explanation:
     """``Memory.explain``: why ``doc_id`` came back for ``query`` (or why not)."""
-    if not isinstance(query, str):
-        raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+    _check_query(query)
     if not isinstance(doc_id, str) or doc_id not in core.index.facts:
         check_id(doc_id)  # a bad id (a number, an object) is InvalidRequest, not NotFound
         raise NotFound(f"no fact {doc_id!r}")

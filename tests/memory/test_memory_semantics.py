@@ -180,6 +180,12 @@ async def test_remember_many_is_atomic():
         (lambda m: m.recall(5), "query"),
         (lambda m: m.recall(5, k=3, history="all"), "query"),
         (lambda m: m.recall("q", history=["current"]), "history"),
+        # A filter that matches nothing must not let an oversized query through (found by the
+        # OpenAPI fuzz: a namespace no fact has, a query over 64 KiB, answered 200 with []).
+        (lambda m: m.recall("; " + "*" * 70_000, namespace="\x1e*"), "query"),
+        (lambda m: m.recall("; " + "*" * 70_000, subject="nobody", k=3), "query"),
+        (lambda m: m.recall("\ud800", namespace="none"), "query"),
+        (lambda m: m.explain("; " + "*" * 70_000, "no-such-fact"), "query"),
         (lambda m: m.forget(ForgetScope(kind="ids", value=("a",)), dry_run="yes"), "dry_run"),
         (lambda m: m.call("forget", {"scope": {"subject": "a", "entity": "b"}}), "scope"),
         (lambda m: m.call("recall", {"query": "q", "colour": "red"}), "colour"),
