@@ -242,24 +242,26 @@ async def default_recall(core: MemoryCore, query: object, k: int) -> list[Recall
     if not _store_is_plain(core):
         return None
     pairs = await core.engine.search_ids(query, k=k, semantic_weight=core.config.semantic_weight)
-    cache = core.state.facts
-    out = cached_recall_hits(pairs, cache.facts, "current")
-    if out is not None:
-        cache.hits += len(out)
-        return out
-    return await _read_hits(core, pairs)
+    out = _cached_hits(core, pairs)
+    return out if out is not None else await _read_hits(core, pairs)
 
 
 async def _current_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit]:
     """The RecallHits (status current, search's scores) of ``(id, score)`` hits; a fact forgotten
     while we read is left out. Straight from the shared cache when every fact is there (most of
     what default recall adds to the search), else through ``core.facts``."""
+    out = _cached_hits(core, hits)
+    return out if out is not None else await _read_hits(core, hits)
+
+
+def _cached_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit] | None:
+    """The current RecallHits of ``hits`` from the shared fact cache, or None unless every
+    fact is there (counted as cache hits)."""
     cache = core.state.facts
     out = cached_recall_hits(hits, cache.facts, "current")
     if out is not None:
         cache.hits += len(out)
-        return out
-    return await _read_hits(core, hits)
+    return out
 
 
 async def _read_hits(core: MemoryCore, hits: list[tuple[str, float]]) -> list[RecallHit]:
