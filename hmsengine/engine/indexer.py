@@ -26,7 +26,7 @@ import trio
 from ..errors import HmsError, map_errors
 from ..index import persist
 from ..index.analyzer import Analyzer
-from ..index.mergepolicy import MergePolicy
+from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
@@ -511,28 +511,13 @@ class Indexer:
                     await self._persist_segments()
 
     def _consolidation(self) -> tuple[int, int] | None:
-        """The segments an idle builder should merge (a window ``a:b``), or None.
-
-        All of them when the documents outside the largest segment are at least
-        ``CONSOLIDATE_FRACTION`` of it; else the two or more segments on one side of the
-        largest (they are in document order, so only neighbours can merge); else none. Never
-        while a tail is waiting to be folded, nor a window of more than
-        ``CONSOLIDATE_MAX_DOCS`` live documents."""
+        """The segments an idle builder should merge (``mergepolicy.consolidation_window`` of the
+        live sizes), or None; never while a tail is waiting to be folded."""
         snap = self.snapshot
-        views = snap.segments
-        if len(views) < 2 or len(snap.tail):
+        if len(snap.tail):
             return None
-        live = [v.n_live for v in views]
-        big = max(range(len(views)), key=lambda i: (live[i], -i))
-        if sum(live) - live[big] >= CONSOLIDATE_FRACTION * live[big]:
-            window = (0, len(views))
-        elif len(views) - big - 1 >= 2:
-            window = (big + 1, len(views))
-        elif big >= 2:
-            window = (0, big)
-        else:
-            return None
-        return window if sum(live[window[0]:window[1]]) <= CONSOLIDATE_MAX_DOCS else None
+        return consolidation_window([v.n_live for v in snap.segments],
+                                    fraction=CONSOLIDATE_FRACTION, max_docs=CONSOLIDATE_MAX_DOCS)
 
     async def _consolidate(self) -> None:
         window = self._consolidation()

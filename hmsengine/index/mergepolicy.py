@@ -15,6 +15,9 @@ holding a second copy), and when there are still more than ``max_segments`` segm
 rebuild's chunks, or runs of capped segments) the ``window`` neighbours with the fewest
 documents are merged, whatever their size, so the count stays bounded.
 
+Once writes stop, :func:`consolidation_window` says what the idle builder merges: everything
+when what lies outside the largest segment is a given fraction of it, else the small ones.
+
 Pure functions on sizes (live documents per segment), so the policy is tested on simulated
 sequences of any length without building an index.
 """
@@ -55,6 +58,29 @@ class MergePolicy:
         width = min(self.window, n)
         best = min(range(n - width + 1), key=lambda i: (sum(sizes[i:i + width]), -i))
         return best, best + width
+
+
+def consolidation_window(live: Sequence[int], *, fraction: float,
+                         max_docs: int) -> tuple[int, int] | None:
+    """The window ``(a, b)`` an idle builder merges, from the segments' live sizes, or None.
+
+    All of them when the documents outside the largest segment are at least ``fraction`` of
+    it; else the two or more segments on one side of the largest (they are in document order,
+    so only neighbours can merge); else none. Never a window of more than ``max_docs`` live
+    documents, nor one of fewer than two segments."""
+    n = len(live)
+    if n < 2:
+        return None
+    big = max(range(n), key=lambda i: (live[i], -i))
+    if sum(live) - live[big] >= fraction * live[big]:
+        window = (0, n)
+    elif n - big - 1 >= 2:
+        window = (big + 1, n)
+    elif big >= 2:
+        window = (0, big)
+    else:
+        return None
+    return window if sum(live[window[0]:window[1]]) <= max_docs else None
 
 
 @attrs.frozen(kw_only=True)

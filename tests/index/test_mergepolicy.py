@@ -14,7 +14,7 @@ import random
 import pytest
 
 from hmsengine.engine import indexer as indexer_module
-from hmsengine.index.mergepolicy import MergePolicy, simulate
+from hmsengine.index.mergepolicy import MergePolicy, consolidation_window, simulate
 
 POLICY = indexer_module.MERGE_POLICY
 SIZES = [10_000, 50_000, 200_000, 1_000_000]
@@ -86,3 +86,19 @@ def test_a_segment_with_no_live_document_merges_away():
     a single segment never merges with itself."""
     assert POLICY.pick([5_000, 0, 700]) == (1, 3)
     assert POLICY.pick([0]) is None
+
+
+@pytest.mark.parametrize(("live", "window"), [
+    ([], None), ([900], None),                                     # nothing to merge
+    ([1000, 40], (0, 2)),                                          # 1/25 outside: all
+    ([1000, 20], None),                                            # 1/50, one small: none
+    ([1000, 10, 10], (1, 3)),                                      # the small ones after it
+    ([5, 5, 1000], (0, 2)),                                        # ... or before it
+    ([5, 1000, 5], None),                                          # one on each side: none
+    ([400_000, 90_000, 20_000], None),                             # over max_docs: none
+    ([400_000, 4_000, 4_000], (1, 3)),                             # small ones under it
+])
+def test_consolidation_window(live: list[int], window: tuple[int, int] | None) -> None:
+    """The idle merge takes everything past the fraction, else the small neighbours, within
+    max_docs."""
+    assert consolidation_window(live, fraction=1 / 32, max_docs=500_000) == window
