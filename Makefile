@@ -44,8 +44,11 @@ demo: $(STAMP_INSTALL)
 
 # Then the TypeScript client's tests when node (>= 20) is here; the script says so when it
 # skips them (clients/typescript/scripts/make-test.sh).
+# The suite runs over every core (pytest-xdist: 2 cores take ~6 minutes, one ~10), a test file
+# per worker (--dist loadfile: a module's figures test runs after the module's other tests, in
+# the same process); one process with `.venv/bin/python -m pytest -q`.
 test: $(STAMP_TEST)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 	@HMS_PYTHON="$(abspath $(PY))" sh clients/typescript/scripts/make-test.sh
 
 # Regenerate the TypeScript client's types from a real `hms serve`'s /openapi.json, and its
