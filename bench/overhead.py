@@ -215,8 +215,10 @@ def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[list[tuple[Any, ...]
     with no terms (for numba's dispatch cost alone)."""
     memo = snap.memo("terms")
     pairs = sorted(Counter(terms).items())
-    rows = [lane.term_info(snap, memo, t)[0] for t, _ in pairs]
-    weights = np.array([lane.term_info(snap, memo, t)[2] * m for t, m in pairs], dtype=np.float64)
+    infos = lane.term_infos(snap, memo, [t for t, _ in pairs])
+    rows = [info[0] for info in infos]
+    weights = np.array([info[2] * m for info, (_, m) in zip(infos, pairs, strict=True)],
+                       dtype=np.float64)
     matrix = np.array(rows, dtype=np.int32).reshape(len(rows), len(snap.views))
     none = np.empty((0, len(snap.views)), dtype=np.int32)
     top = (np.empty(K, dtype=np.float64), np.empty(K, dtype=np.int64), np.empty(K, dtype=np.int64))

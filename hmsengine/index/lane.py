@@ -7,7 +7,7 @@ no query or plan values, no per-segment arrays, and ids read straight from the s
 holds each hit. The same documents and scores as ``search.run``, bit for bit.
 
 Per snapshot (``Snapshot.memo``), for this lane and for ``search.prepare``: each query term's
-local id per view, postings and idf (``term_info``, a memo that drops its oldest term when full);
+local id per view, postings and idf (``term_infos``, a memo that drops its oldest terms when full);
 the kernel's arrays per view, largest segment first (``kernel_views``); the ids per view.
 Scratch arrays and top-k buffers are per thread.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,28 +48,49 @@ TERM_MEMO_SIZE = 16384
 TermInfo = tuple[tuple[int, ...], int, float]
 
 
-def term_info(snap: Snapshot, memo: dict[str, TermInfo], term: str) -> TermInfo:
-    """(local id per view or -1, postings over all views, global idf) of one term, from
-    ``memo`` (``snap.memo("terms")``) or computed and remembered there."""
-    info = memo.get(term)
-    if info is not None:
-        return info
-    ids = []
-    df = postings = 0
-    for view in snap.views:
-        seg = view.segment
-        local = seg.vocab.get(term, -1)
-        ids.append(local)
-        if local >= 0:
-            offsets = seg.terms.offsets
-            postings += int(offsets[local + 1] - offsets[local])
-            df += int(view.df[local])
-    # Through the array form of bm25_idf, as for a whole query: the same bits either way.
-    idf = float(bm25_idf(np.asarray([df], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
-    if len(memo) >= TERM_MEMO_SIZE:
-        del memo[next(iter(memo))]  # first in, first out: dicts keep insertion order
-    info = memo[term] = (tuple(ids), postings, idf)
-    return info
+def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) -> list[TermInfo]:
+    """Per term of ``terms``, in order: (local id per view or -1, postings over all views,
+    global idf), from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
+
+    The terms not in the memo get their idf from one ``bm25_idf`` call over all of them (a
+    call costs ~5 us whatever its length: one per missed term made a query of new terms pay it
+    three or four times; every write starts a new snapshot, so right after writes most terms
+    are new). Through the array form, as for a whole query: the same bits either way."""
+    found: list[TermInfo | None] = [memo.get(term) for term in terms]
+    if None not in found:
+        return found  # type: ignore[return-value]
+    missed = {term: n for n, term in enumerate(terms) if found[n] is None}
+    views = snap.views
+    ids_of: list[tuple[int, ...]] = []
+    dfs = []
+    postings_of = []
+    for term in missed:
+        ids: list[int] = []
+        df = postings = 0
+        for view in views:
+            seg = view.segment
+            local = seg.vocab.get(term, -1)
+            ids.append(local)
+            if local >= 0:
+                offsets = seg.terms.offsets
+                postings += int(offsets[local + 1] - offsets[local])
+                df += int(view.df[local])
+        ids_of.append(tuple(ids))
+        dfs.append(df)
+        postings_of.append(postings)
+    idfs = bm25_idf(np.asarray(dfs, dtype=np.int64), snap.n_live).tolist()  # type: ignore[union-attr]
+    # First in, first out (dicts keep insertion order); a query of more new terms than the memo
+    # holds keeps them all, until the next query.
+    for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
+        del memo[next(iter(memo))]
+    for (term, n), local_ids, postings, idf in zip(missed.items(), ids_of, postings_of, idfs,
+                                                   strict=True):
+        info = memo[term] = (local_ids, postings, idf)
+        found[n] = info
+    for n, term in enumerate(terms):  # a term repeated in ``terms``: its first place's info
+        if found[n] is None:
+            found[n] = memo[term]
+    return found  # type: ignore[return-value]
 
 
 # MaxScore reads the postings of the terms that are not needed to fill the top k only in part
@@ -153,16 +175,15 @@ def plain_top(snap: Snapshot, terms: list[str], k: int,
     """
     if not terms:
         return [], []
-    memo: dict[str, TermInfo] = snap.memo("terms")
     if len(terms) == 1 or len(set(terms)) == len(terms):
-        pairs: Any = ((term, 1) for term in sorted(terms))
+        pairs: Any = [(term, 1) for term in sorted(terms)]
     else:
         pairs = sorted(Counter(terms).items())
+    infos = term_infos(snap, snap.memo("terms"), [term for term, _ in pairs])
     rows = []
     weights = []
     postings = []
-    for term, m in pairs:
-        info = memo.get(term) or term_info(snap, memo, term)
+    for info, (_, m) in zip(infos, pairs, strict=True):
         rows.append(info[0])
         weights.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
         postings.append(info[1])

@@ -102,13 +102,12 @@ class Prepared:
 
 
 def prepare(snap: Snapshot, q: Query) -> Prepared:
-    memo = snap.memo("terms")
     rows = []
     idf_times_m = []
     idfs: list[float] = []
     postings = []
-    for term, m in q.terms:
-        info = memo.get(term) or lane.term_info(snap, memo, term)
+    infos = lane.term_infos(snap, snap.memo("terms"), [term for term, _ in q.terms])
+    for info, (_, m) in zip(infos, q.terms, strict=True):
         rows.append(info[0])
         postings.append(info[1])
         idf_times_m.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one

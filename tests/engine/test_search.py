@@ -352,6 +352,26 @@ async def test_term_memo_drops_its_oldest_terms_when_full(monkeypatch):
         assert list(memo) == words[-8:]
 
 
+async def test_a_query_of_more_new_terms_than_the_memo_holds(monkeypatch):
+    """The terms a query misses in the memo are looked up together: a query of more new terms
+    than the memo holds, repeats included, scores as the reference does, and the memo then
+    holds exactly that query's terms."""
+    from hmsengine.index import lane
+
+    monkeypatch.setattr(lane, "TERM_MEMO_SIZE", 4)
+    words = [f"w{i:02d}" for i in range(20)]
+    docs = {f"d{i}": " ".join(words[(i * 3 + j) % 20] for j in range(6)) for i in range(40)}
+    async with Engine.open(None) as engine:
+        await engine.put_documents([{"id": k, "text": v} for k, v in docs.items()])
+        for query in ("w00 w01", "w02 w03 w04 w05 w06 w07 w03", "w08 w09 w10 w11 w12 w13"):
+            for options in ({"k": 40}, {"k": 40, "ids": list(docs)}):  # the lane, the general path
+                hits = await engine.search_documents(query, **options)
+                expected = reference_bm25(docs, query)
+                assert {h.id: h.score for h in hits} == pytest.approx(expected, rel=1e-12)
+        memo = engine._indexer.snapshot.memo("terms")
+        assert sorted(memo) == words[8:14]
+
+
 async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch, no_merges):
     """Vector and fused hits carry each document's exact float64 cosine, whatever view holds it
     (several segments and the unfolded tail)."""
