@@ -1,4 +1,4 @@
-"""Actor plumbing: the one-shot reply slot, exception-group unwrapping, and a background thread.
+"""Actor plumbing: the one-shot reply slot, exception-group unwrapping, background threads.
 
 A caller sends a message carrying a :class:`ReplySlot`; the actor resolves the slot with the
 outcome (a value or the exception it hit), so an error inside the actor re-raises in the caller's
@@ -130,3 +130,28 @@ class Background:
             raise self._error
         value, self._value = self._value, None
         return value
+
+
+class Warming:
+    """A warm-up that runs in a thread of its own from the moment it is made (the engine's:
+    ``kernels.warmup.warm_up``): ``function(stop)`` asks ``stop()`` between its steps. ``wait``
+    blocks until it is done; ``stop`` makes it stop after the current step and waits for that.
+    What it raises is not re-raised: a kernel that could not be loaded raises at its first use,
+    where the caller gets it."""
+
+    def __init__(self, function: Callable[[Callable[[], bool]], None]) -> None:
+        self._stopping = threading.Event()
+        self.done = False
+        self._thread = Background(lambda: function(self._stopping.is_set), "hmsengine-warm-up")
+
+    def wait(self) -> None:
+        self._thread.join()
+        self.done = True
+
+    def cancel(self) -> None:
+        """Ask it to stop after the current step (returns at once)."""
+        self._stopping.set()
+
+    def stop(self) -> None:
+        self.cancel()
+        self.wait()

@@ -30,6 +30,7 @@ from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
+from .actor import Warming
 from .docnums import DocnumMap
 from .state import DocEntry, doc_key
 from .store import StoreCore
@@ -90,6 +91,8 @@ class Indexer:
         # Serializes index file I/O with compaction (which moves the index to a new generation).
         self.io_lock = trio.Lock()
         self.rebuilt_documents = 0
+        # The kernel warm-up the open started; the first search waits for it (engine/readers.py).
+        self.warming: Warming | None = None
         # Told (generation, files, journal end) each time the persisted index changes (replication).
         self.on_persisted: Callable[[str, list[str], int], None] | None = None
 

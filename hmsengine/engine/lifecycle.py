@@ -31,7 +31,7 @@ from ..index.persist import read_persisted
 from ..kernels.warmup import warm_up
 from ..replication.options import Replication
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
-from .actor import Background, raise_single
+from .actor import Background, Warming, raise_single
 from .indexer import Indexer
 from .opening import open_store
 from .replica import Replica, open_replica, replicating, stamp
@@ -65,13 +65,16 @@ def as_directory(path: str | os.PathLike[str] | Directory | None) -> Directory:
 
 async def _open_core(directory: Directory, clock: Callable[[], int], *, dim: int,
                      embedding_dim: int | None, analyzer: str, key: str | bytes | None,
-                     ) -> tuple[StoreCore, Background, Background | None]:
+                     ) -> tuple[StoreCore, Warming, Background | None]:
     """The recovered core, the kernel warm-up, and the reading of the persisted index segments
     (None for an in-memory store), both started in threads of their own."""
     now = clock()
     # Compile (or load from numba's cache) every kernel before the first query needs it, in a
-    # thread of its own while the store is recovered: much of both runs without the GIL.
-    warming = Background(warm_up, "hmsengine-warm-up")
+    # thread of its own while the store is recovered: much of both runs without the GIL. The
+    # open does not wait for it (about 0.5 s: most of a short command line call such as `hms
+    # remember`): the first search does (readers.kernels_warm), as its kernels run inline on
+    # the event loop; writes load what they need in their worker threads.
+    warming = Warming(warm_up)
     # The persisted index segments are read in a third thread, started once the live generation
     # is known and the key checked: reading and decompressing them (a second for a million
     # documents) runs without the GIL, beside recovery's table snapshot and journal tail.
@@ -91,13 +94,16 @@ async def _open_core(directory: Directory, clock: Callable[[], int], *, dim: int
                                embedding_dim=embedding_dim, now_ms=now, key=key,
                                before_recovery=read_index)
         )
+    except BaseException:
+        await trio.to_thread.run_sync(warming.stop)  # a failed open leaves no thread behind
+        raise
     finally:
-        await trio.to_thread.run_sync(warming.join)
         for thread in reading:  # a failed open leaves no thread reading its files
             await trio.to_thread.run_sync(thread.join)
     prefetch = reading[0] if reading else None
     recorded = core.format.embedding_dim or core.table.embedding_dim
     if embedding_dim is not None and recorded is not None and recorded != embedding_dim:
+        await trio.to_thread.run_sync(warming.stop)
         await trio.to_thread.run_sync(core.close)
         raise InvalidRequest(f"embedding_dim: this store was created with {recorded}, not {embedding_dim}")
     if core.table.embedding_dim is None:
@@ -121,6 +127,7 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
             replica = await open_replica(core, replication)
         except BaseException:
             with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(warming.stop)
                 await trio.to_thread.run_sync(core.close)
             raise
     send, receive = trio.open_memory_channel[WriteRequest | CompactRequest | SyncRequest](MAILBOX_SIZE)
@@ -136,8 +143,8 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
         # The index is derived: persisting it is best effort (a failure is counted).
         await indexer.persist_now()
 
+    indexer.warming = warming
     try:
-        warming.result()
         await indexer.rebuild(progress, reading.result() if reading is not None else None)
         if replica is not None:
             writer.on_durable = replica.on_durable
@@ -154,6 +161,7 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
                     # Finish in-flight writes even if the body is being cancelled.
                     with trio.CancelScope(shield=True):
                         engine._closed = True
+                        warming.cancel()  # what closing needs loads on first use
                         await send.aclose()
                         indexer.stop()
         except BaseExceptionGroup as group:
@@ -166,6 +174,10 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
                 if not persisted:
                     await indexer.persist_now()
             finally:
-                # Whatever happened above, the files are closed and the lock released.
-                with map_errors("closing the store"):
-                    await trio.to_thread.run_sync(core.close)
+                # Whatever happened above, the files are closed and the lock released, and the
+                # warm-up stopped (no thread outlives the engine).
+                try:
+                    with map_errors("closing the store"):
+                        await trio.to_thread.run_sync(core.close)
+                finally:
+                    await trio.to_thread.run_sync(warming.stop)

@@ -220,12 +220,25 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
     return _without_tombstones(indexer, *found)
 
 
+async def kernels_warm(indexer: Indexer) -> None:
+    """Wait, in a worker thread, for the kernel warm-up the open started, once: a search runs
+    its kernels inline on the event loop, where loading one from numba's cache (tens of ms
+    each) would stall every other task."""
+    warming = indexer.warming
+    if warming is not None:
+        if not warming.done:
+            await trio.to_thread.run_sync(warming.wait)
+        indexer.warming = None
+
+
 async def search_ranked(indexer: Indexer, query: object, *, k: object, embedding: object,
                         ids: object, metadata: object, semantic: object, lexical_weight: object,
                         semantic_weight: object) -> tuple[list[str], list[float]]:
     """The ids and fused scores of a search, best first (``search_documents`` without its Hit
     values); tombstoned ids left out (no text, no embedding: one could only surface with a zero
     score)."""
+    if indexer.warming is not None:
+        await kernels_warm(indexer)
     if embedding is None and ids is None and metadata is None and semantic is None:
         found = _plain(indexer, query, k, lexical_weight, semantic_weight)
         if found is not None:
@@ -245,6 +258,8 @@ async def search_documents(indexer: Indexer, query: object, *, k: object, embedd
                            lexical_weight: object, semantic_weight: object) -> list[Hit]:
     """``Engine.search_documents``: the plain lane when the query is its (most are), else the
     general path (``build_query``, ``executor.prepare``, ``executor.run``)."""
+    if indexer.warming is not None:
+        await kernels_warm(indexer)
     if embedding is None and ids is None and metadata is None and semantic is None:
         found = _plain(indexer, query, k, lexical_weight, semantic_weight)
         if found is not None:

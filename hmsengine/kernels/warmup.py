@@ -7,6 +7,9 @@ module stays a leaf that the kernels import, and this module sits above all of t
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize, topk
@@ -21,7 +24,7 @@ def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def warm_up() -> None:
+def warm_up(stop: Callable[[], bool] = lambda: False) -> None:
     """Call every kernel once on tiny arrays so that no real query pays for a compile.
 
     Compiles (or loads from numba's cache) the specialisations the engine uses: postings arrays
@@ -30,33 +33,81 @@ def warm_up() -> None:
     read-only only (the analyzer always views them over a ``bytes`` object); every other argument
     writable, with the dtypes the kernels document. A call with any other dtype or layout compiles a new
     specialisation on first use (seconds). Blocking and CPU-bound: run it in a worker thread.
+
+    The query path's kernels come first, then the write path's. ``stop()`` is asked after each
+    kernel: when it says True the rest is left to load on first use (an engine closing before
+    its warm-up finished, such as a short command line call's, waits for one kernel, not all).
+    After each kernel the thread lets others run: a thread that needs a kernel meanwhile loads
+    it under numba's compiler lock instead of waiting for the whole warm-up.
     """
-    n_docs = 3
+    def between() -> None:
+        if stop():
+            raise _Stopped
+        time.sleep(0)
+
+    try:
+        for step in _STEPS:
+            step(between)
+    except _Stopped:
+        return
+
+
+class _Stopped(Exception):
+    """``stop()`` said True: the warm-up returns."""
+
+
+def _postings() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Tiny postings (offsets, doc_ids, tfs), writable and read-only."""
     offsets = np.array([0, 2, 3], dtype=np.int64)
     doc_ids = np.array([0, 2, 1], dtype=np.int32)
     tfs = np.array([1.0, 2.0, 1.0], dtype=np.float32)
+    return [(offsets, doc_ids, tfs), _readonly(offsets, doc_ids, tfs)]  # type: ignore[list-item]
+
+
+_N_DOCS = 3
+_TERM_IDS = np.array([0, 1], dtype=np.int32)
+_WEIGHTS = np.array([1.0, 0.5], dtype=np.float64)
+
+
+def _lane(between: Callable[[], None]) -> None:
     norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
-    term_ids = np.array([0, 1], dtype=np.int32)
-    weights = np.array([1.0, 0.5], dtype=np.float64)
-    allowed = np.ones(n_docs, dtype=np.uint8)
+    allowed = np.ones(_N_DOCS, dtype=np.uint8)
+    acc, seen, touched = bm25.new_scratch(_N_DOCS)
+    docnums = np.arange(_N_DOCS, dtype=np.int64)
+    for off, ids, vals in _postings():
+        for check in (False, True):
+            top_s, top_d, top_w = np.empty(2), np.empty(2, np.int64), np.empty(2, np.int64)
+            lane.bm25_lane_topk(off, ids, vals, norms, allowed, check, docnums,
+                                _TERM_IDS.reshape(-1, 1).copy(), 0, _WEIGHTS, top_s, top_d, top_w,
+                                0, acc, seen, touched)
+            between()
+
+
+def _general(between: Callable[[], None]) -> None:
+    norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
+    allowed = np.ones(_N_DOCS, dtype=np.uint8)
     docs = np.array([0, 1], dtype=np.int32)
-    acc, seen, touched = bm25.new_scratch(n_docs)
-    for off, ids, vals in ((offsets, doc_ids, tfs), _readonly(offsets, doc_ids, tfs)):
+    acc, seen, touched = bm25.new_scratch(_N_DOCS)
+    term_ids, weights = _TERM_IDS, _WEIGHTS
+    for off, ids, vals in _postings():
         n = bm25.bm25_accumulate(
             off, ids, vals, norms, term_ids, weights, allowed, acc, seen, touched, 0
         )
         topk.topk_touched(acc, seen, touched, n, 2, 0)
+        between()
         n = bm25.sparse_accumulate(
             off, ids, vals, term_ids, weights, allowed, acc, seen, touched, 0
         )
         topk.reset_touched(acc, seen, touched, n)
+        between()
         bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
         bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
+        between()
         n = bm25.bm25_accumulate(
             off, ids, vals, norms, term_ids[:1], weights[:1], allowed, acc, seen, touched, 0
         )
         topk.topk_touched(acc, seen, touched, n, 2, 0)
-        docnums = np.arange(n_docs, dtype=np.int64)
+        docnums = np.arange(_N_DOCS, dtype=np.int64)
         for check in (False, True):
             for depth in (1, 2 * topk.INSERTION_MAX):  # insertion and heap buffers
                 top_s = np.empty(depth, dtype=np.float64)
@@ -66,22 +117,39 @@ def warm_up() -> None:
                                           docnums, top_s, top_d, top_n, acc, seen, touched,
                                           pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
                 topk.topk_finish(top_s, top_d, int(top_n[0]))
-            top_s, top_d, top_w = np.empty(2), np.empty(2, np.int64), np.empty(2, np.int64)
-            lane.bm25_lane_topk(off, ids, vals, norms, allowed, check, docnums,
-                                term_ids.reshape(-1, 1).copy(), 0, weights, top_s, top_d, top_w,
-                                0, acc, seen, touched)
+                between()
+
+
+def _tokenizer(between: Callable[[], None]) -> None:
     bm25.build_postings(np.array([0, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64), 2)
-    indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
-    ngram.csr_transpose(indptr, indices, values, 64)
-    ngram.ngram_query("warm", 64)
+    between()
     # As Analyzer.term_ids calls them: the bytes viewed read-only over a ``bytes`` object.
     occ, occ_starts, _ = tokenize.ascii_tokens(
         np.frombuffer(b"Warm up\x00WARM", dtype=np.uint8), np.array([0, 8, 12], dtype=np.int64)
     )
+    between()
     tokenize.term_ranks(np.frombuffer(b"warm  up warm", dtype=np.uint8), 4, 32)
     tokenize.apply_lut(occ, occ_starts, np.array([0, -1], dtype=np.int32))
+
+
+def _vectors(between: Callable[[], None]) -> None:
+    allowed = np.ones(_N_DOCS, dtype=np.uint8)
     matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
     query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
     for m in (matrix, *_readonly(matrix)):
         cosine.cosine_topk(m, query, allowed, 2)
         cosine.cosine_exact_rows(m, np.array([0, 2], dtype=np.int32), query.astype(np.float64))
+        between()
+
+
+def _ngrams(between: Callable[[], None]) -> None:
+    indptr, indices, values = ngram.ngram_vectors(["warm up", ""], 64)
+    between()
+    ngram.csr_transpose(indptr, indices, values, 64)
+    ngram.ngram_query("warm", 64)
+
+
+# The query path first (the plain lane, then the general one), then the write path's tokenizer
+# and postings, then vectors and n-grams.
+_STEPS: tuple[Callable[[Callable[[], None]], None], ...] = (
+    _lane, _general, _tokenizer, _vectors, _ngrams)
