@@ -406,6 +406,10 @@ class DocumentEngine:
         call. Deterministic: the same store content gives bit-for-bit the same hits.
         """
         self._check_open()
+        if embedding is None and ids is None and metadata is None and semantic is None:
+            hits = readers.plain_hits(self._indexer, query, k, lexical_weight, semantic_weight)
+            if hits is not None:
+                return hits
         return await readers.search_documents(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
@@ -421,6 +425,10 @@ class DocumentEngine:
         the same order, with the same options, validation and guarantees, without building a
         ``Hit`` per result (for callers that need only ids and scores, such as recall)."""
         self._check_open()
+        if embedding is None and ids is None and metadata is None and semantic is None:
+            pairs = readers.plain_pairs(self._indexer, query, k, lexical_weight, semantic_weight)
+            if pairs is not None:
+                return pairs
         found, scores = await readers.search_ranked(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,

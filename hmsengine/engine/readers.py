@@ -220,6 +220,28 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
     return _without_tombstones(indexer, *found)
 
 
+def plain_hits(indexer: Indexer, query: object, k: object, lexical_weight: object,
+               semantic_weight: object) -> list[Hit] | None:
+    """``search_documents`` of a query with no vector, n-grams or filter, when the plain lane
+    answers it (``_plain``) and the kernels are warm; else None (the caller then awaits
+    ``search_documents``). Synchronous: the common search costs no coroutine here."""
+    if indexer.warming is not None:
+        return None
+    found = _plain(indexer, query, k, lexical_weight, semantic_weight)
+    if found is None:
+        return None
+    return [make_hit(doc_id, score, score, None) for doc_id, score in zip(*found, strict=True)]
+
+
+def plain_pairs(indexer: Indexer, query: object, k: object, lexical_weight: object,
+                semantic_weight: object) -> list[tuple[str, float]] | None:
+    """``plain_hits`` as ``search_ids`` gives it: (id, score) pairs."""
+    if indexer.warming is not None:
+        return None
+    found = _plain(indexer, query, k, lexical_weight, semantic_weight)
+    return None if found is None else list(zip(*found, strict=True))
+
+
 async def kernels_warm(indexer: Indexer) -> None:
     """Wait, in a worker thread, for the kernel warm-up the open started, once: a search runs
     its kernels inline on the event loop, where loading one from numba's cache (tens of ms
