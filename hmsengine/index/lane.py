@@ -200,6 +200,11 @@ def plain_top(snap: Snapshot, terms: list[str], k: int,
     for i, offsets, doc_ids, tfs, norms, live, check, docnums in views:
         count = bm25_lane_topk(offsets, doc_ids, tfs, norms, live, check, docnums, matrix, i, w,
                                top_s, top_d, top_w, count, acc, seen, touched)
-    ids = _ids_by_view(snap)
-    return ([ids[at >> LOCAL_BITS][at & LOCAL_MASK] for at in top_w[:count].tolist()],
-            top_s[:count].tolist())
+    if len(views) == 1:
+        # Every hit is in view 0, so where it is is its local number: one fancy index of the
+        # segment's id array (~0.4 us for ten, against ~1.6 us for the loop below).
+        found = snap.views[0].segment.id_array[top_w[:count]].tolist()
+    else:
+        ids = _ids_by_view(snap)
+        found = [ids[at >> LOCAL_BITS][at & LOCAL_MASK] for at in top_w[:count].tolist()]
+    return found, top_s[:count].tolist()
