@@ -577,8 +577,7 @@ class Indexer:
             if died:
                 view = view.without([merged.local(d) for d in died if merged.local(d) >= 0])
             middle = (view,)
-        self.snapshot = attrs.evolve(
-            snap, segments=(*current[:start], *middle, *current[start + len(views):]))
+        self.snapshot = snap.with_segments((*current[:start], *middle, *current[start + len(views):]))
         self.merges += 1
         self.merged_documents += merged.n_docs
 

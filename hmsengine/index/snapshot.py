@@ -137,14 +137,35 @@ class Snapshot:
 
     @property
     def views(self) -> tuple[SegmentView, ...]:
+        """The segment views, then the query-time view of the live tail (if any)."""
         cached = self._cache.get("views")
         if cached is None:
-            cached = self.segments
-            live_tail = [d for d in self.tail if d.docnum not in self.tail_dead]
-            if live_tail and self.build_tail is not None:
-                cached = (*cached, SegmentView.fresh(self.build_tail(live_tail)))
-            self._cache["views"] = cached
+            tail = self.tail_view()
+            cached = self._cache["views"] = self.segments if tail is None else (*self.segments, tail)
         return cached
+
+    def tail_view(self) -> SegmentView | None:
+        """The live tail tokenized into a segment, built on first use once per snapshot (and
+        carried over by ``with_segments``); None when no tail document is live."""
+        if "tail" not in self._cache:
+            live_tail = [d for d in self.tail if d.docnum not in self.tail_dead]
+            built = None
+            if live_tail and self.build_tail is not None:
+                built = SegmentView.fresh(self.build_tail(live_tail))
+            self._cache["tail"] = built
+        view: SegmentView | None = self._cache["tail"]
+        return view
+
+    def with_segments(self, segments: tuple[SegmentView, ...]) -> Snapshot:
+        """This snapshot with other segment views (a merge landed) and the same tail: the tail's
+        query-time segment, if built, is shared rather than tokenized again (a merge landing
+        after a burst would otherwise cost the next query ~ms per thousand tail documents)."""
+        snap = Snapshot(revision=self.revision, segments=segments, tail=self.tail,
+                        tail_dead=self.tail_dead, build_tail=self.build_tail,
+                        load_texts=self.load_texts)
+        if "tail" in self._cache:
+            snap._cache["tail"] = self._cache["tail"]
+        return snap
 
     def memo(self, name: str) -> dict[Any, Any]:
         """A named dictionary that lives as long as this snapshot (for derived values)."""

@@ -26,13 +26,14 @@ def reference_bm25(docs: dict[str, str], query: str, analyzer: str = "simple") -
     n = len(toks)
     avgdl = sum(len(t) for t in toks.values()) / n if n else 1.0
     q = Counter(an.query_terms(query))
+    dfs = {term: sum(1 for t in toks.values() if term in t) for term in q}
     scores: dict[str, float] = {}
     for i, terms in toks.items():
         tf = Counter(terms)
         s = 0.0
         matched = False
         for term, mult in sorted(q.items()):
-            df = sum(1 for t in toks.values() if term in t)
+            df = dfs[term]
             if tf[term]:
                 matched = True
                 idf = math.log1p((n - df + 0.5) / (df + 0.5))
@@ -283,6 +284,47 @@ async def test_large_corpus_segmentation_does_not_change_results(monkeypatch):
         for query in LARGE_QUERIES:
             assert await one.search_documents(query, k=10) == \
                 await many.search_documents(query, k=10)
+
+
+async def test_a_merge_landing_keeps_the_tails_query_time_segment(monkeypatch, no_merges):
+    """A snapshot's unfolded tail is tokenized once for queries; a merge that lands meanwhile
+    publishes a snapshot that keeps that segment (not tokenized again for the next query), and
+    the hits stay those of the reference BM25."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    words = [f"w{i}" for i in range(30)]
+    rng = random.Random(3)
+    docs = {f"d{i}": " ".join(rng.choice(words) for _ in range(8)) for i in range(900)}
+    items = [{"id": k, "text": v} for k, v in docs.items()]
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        for start in (0, 300):  # two folded segments (no_merges keeps them apart)
+            await engine.put_documents(items[start:start + 300])
+            with trio.fail_after(60):
+                while indexer.snapshot.tail:
+                    await trio.sleep(0.01)
+        monkeypatch.setattr(indexer_module, "FOLD_AT", 10**6)  # the rest stays in the tail
+        monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)
+        await engine.put_documents(items[600:])
+        assert len(indexer.snapshot.segments) == 2 and len(indexer.snapshot.tail) == 300
+        builds: list[int] = []
+        real_build = indexer_module.build_segment
+
+        def counted_build(analyzer, *, ids, **kwargs):  # type: ignore[no-untyped-def]
+            builds.append(len(ids))
+            return real_build(analyzer, ids=ids, **kwargs)
+
+        monkeypatch.setattr(indexer_module, "build_segment", counted_build)
+        snap = indexer.snapshot
+        expected = reference_bm25(docs, "w1 w2")
+        hits = await engine.search_documents("w1 w2", k=900)
+        assert {h.id: h.score for h in hits} == pytest.approx(expected, rel=1e-12)
+        assert builds == [300]
+        await indexer._merge(0, 2)  # the two segments into one, the tail unchanged
+        assert len(indexer.snapshot.segments) == 1 and indexer.snapshot is not snap
+        hits = await engine.search_documents("w1 w2", k=900)
+        assert {h.id: h.score for h in hits} == pytest.approx(expected, rel=1e-12)
+        assert builds == [300]
+        assert indexer.snapshot.views[-1] is snap.views[-1]
 
 
 async def test_idle_consolidation_merges_segments_and_keeps_results(monkeypatch, no_merges):
