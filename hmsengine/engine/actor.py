@@ -139,13 +139,15 @@ class Warming:
     What it raises is not re-raised: a kernel that could not be loaded raises at its first use,
     where the caller gets it."""
 
-    def __init__(self, function: Callable[[Callable[[], bool]], None]) -> None:
+    def __init__(self, function: Callable[[Callable[[], bool]], None], *, needed: bool = True) -> None:
         self._stopping = threading.Event()
-        self.done = False
-        self._thread = Background(lambda: function(self._stopping.is_set), "hmsengine-warm-up")
+        self.done = not needed  # nothing to warm up: no thread at all
+        self._thread = None if self.done else \
+            Background(lambda: function(self._stopping.is_set), "hmsengine-warm-up")
 
     def wait(self) -> None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         self.done = True
 
     def cancel(self) -> None:

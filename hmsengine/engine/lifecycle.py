@@ -28,7 +28,7 @@ import trio
 from ..errors import InvalidRequest, map_errors
 from ..index.analyzer import get_analyzer
 from ..index.persist import read_persisted
-from ..kernels.warmup import warm_up
+from ..kernels.warmup import is_warm, warm_up
 from ..replication.options import Replication
 from ..storage.directory import Directory, FsDirectory, MemoryDirectory
 from .actor import Background, Warming, raise_single
@@ -74,7 +74,7 @@ async def _open_core(directory: Directory, clock: Callable[[], int], *, dim: int
     # open does not wait for it (about 0.5 s: most of a short command line call such as `hms
     # remember`): the first search does (readers.kernels_warm), as its kernels run inline on
     # the event loop; writes load what they need in their worker threads.
-    warming = Warming(warm_up)
+    warming = Warming(warm_up, needed=not is_warm())
     # The persisted index segments are read in a third thread, started once the live generation
     # is known and the key checked: reading and decompressing them (a second for a million
     # documents) runs without the GIL, beside recovery's table snapshot and journal tail.
@@ -143,7 +143,7 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
         # The index is derived: persisting it is best effort (a failure is counted).
         await indexer.persist_now()
 
-    indexer.warming = warming
+    indexer.warming = None if warming.done else warming
     try:
         await indexer.rebuild(progress, reading.result() if reading is not None else None)
         if replica is not None:

@@ -40,6 +40,10 @@ def warm_up(stop: Callable[[], bool] = lambda: False) -> None:
     After each kernel the thread lets others run: a thread that needs a kernel meanwhile loads
     it under numba's compiler lock instead of waiting for the whole warm-up.
     """
+    global _complete
+    if _complete:
+        return
+
     def between() -> None:
         if stop():
             raise _Stopped
@@ -50,6 +54,17 @@ def warm_up(stop: Callable[[], bool] = lambda: False) -> None:
             step(between)
     except _Stopped:
         return
+    _complete = True
+
+
+def is_warm() -> bool:
+    """True once a warm-up has run to its end in this process: numba's dispatchers keep what
+    they compiled or loaded, so a later engine has nothing to warm up (tests and servers open
+    many)."""
+    return _complete
+
+
+_complete = False
 
 
 class _Stopped(Exception):

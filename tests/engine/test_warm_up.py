@@ -37,6 +37,7 @@ def held_warm_up(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list
         ended.append("released")
 
     monkeypatch.setattr(lifecycle, "warm_up", held)
+    monkeypatch.setattr(lifecycle, "is_warm", lambda: False)  # as in a fresh process
     return release, ended
 
 
@@ -91,8 +92,10 @@ async def test_a_failed_open_stops_the_warm_up(tmp_path, held_warm_up):
     assert ended == ["stopped", "stopped"] and not _warm_up_threads()
 
 
-def test_warm_up_stops_between_kernels() -> None:
-    """warm_up asks ``stop`` after each kernel and returns as soon as it says True."""
+def test_warm_up_stops_between_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """warm_up asks ``stop`` after each kernel and returns as soon as it says True; once it has
+    run to its end, a later call has nothing to do (asks nothing)."""
+    monkeypatch.setattr(warmup, "_complete", False)  # as in a fresh process
     asked: list[int] = []
 
     def stop() -> bool:
@@ -102,5 +105,19 @@ def test_warm_up_stops_between_kernels() -> None:
     warmup.warm_up(stop)
     assert len(asked) == 3
     calls: list[int] = []
+    assert not warmup.is_warm()
     warmup.warm_up(lambda: bool(calls.append(1)))
-    assert len(calls) > 20  # every kernel, each followed by a question
+    asked_in_full = len(calls)
+    assert asked_in_full > 20 and warmup.is_warm()  # every kernel, each followed by a question
+    warmup.warm_up(lambda: bool(calls.append(1)))
+    assert len(calls) == asked_in_full  # warm already: nothing run, nothing asked
+
+
+async def test_an_engine_opened_in_a_warm_process_starts_no_warm_up() -> None:
+    """Once a warm-up ran to its end in this process, a later engine starts no warm-up thread
+    and its first search waits for nothing."""
+    warmup.warm_up()
+    async with Engine.open(None) as engine:
+        assert engine._indexer.warming is None and not _warm_up_threads()
+        await engine.put_document("a", "alpha")
+        assert [h.id for h in await engine.search_documents("alpha")] == ["a"]
