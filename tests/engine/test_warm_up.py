@@ -3,7 +3,6 @@ for it, the first search does, closing stops it, and no warm-up thread outlives 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -11,7 +10,7 @@ import pytest
 import trio
 
 from hmsengine import Engine
-from hmsengine.errors import CorruptStore
+from hmsengine.errors import WrongKey
 from hmsengine.kernels import warmup
 
 
@@ -78,17 +77,15 @@ async def test_closing_stops_a_running_warm_up(tmp_path, held_warm_up):
 
 
 async def test_a_failed_open_stops_the_warm_up(tmp_path, held_warm_up):
-    """A store refused at recovery raises CorruptStore with no warm-up thread left running."""
+    """An open refused at recovery (an encrypted store and the wrong key: WrongKey) leaves no
+    warm-up thread running."""
     _, ended = held_warm_up
     path = str(tmp_path / "store")
-    async with Engine.open(path) as engine:
-        await engine.put_documents([{"id": f"d{i}", "text": f"word{i} text"} for i in range(200)])
-    journal = os.path.join(path, "gen-00000001", "journal.log")
-    whole = open(journal, "rb").read()
-    open(journal, "wb").write(whole[:len(whole) // 2])
-    with pytest.raises(CorruptStore):
-        async with Engine.open(path):
-            pass
+    async with Engine.open(path, key="correct horse"):
+        pass
+    assert ended == ["stopped"]
+    with pytest.raises(WrongKey):
+        await Engine.open(path, key="wrong horse").__aenter__()
     assert ended == ["stopped", "stopped"] and not _warm_up_threads()
 
 
