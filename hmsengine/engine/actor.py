@@ -141,14 +141,13 @@ class Warming:
 
     def __init__(self, function: Callable[[Callable[[], bool]], None], *, needed: bool = True) -> None:
         self._stopping = threading.Event()
-        self.done = not needed  # nothing to warm up: no thread at all
-        self._thread = None if self.done else \
-            Background(lambda: function(self._stopping.is_set), "hmsengine-warm-up")
+        self.needed = needed  # False: nothing to warm up, no thread at all
+        self._thread = Background(lambda: function(self._stopping.is_set),
+                                  "hmsengine-warm-up") if needed else None
 
     def wait(self) -> None:
         if self._thread is not None:
             self._thread.join()
-        self.done = True
 
     def cancel(self) -> None:
         """Ask it to stop after the current step (returns at once)."""

@@ -143,7 +143,7 @@ async def lifecycle(factory: Factory[_E], directory: Directory, clock: Callable[
         # The index is derived: persisting it is best effort (a failure is counted).
         await indexer.persist_now()
 
-    indexer.warming = None if warming.done else warming
+    indexer.warming = warming if warming.needed else None
     try:
         await indexer.rebuild(progress, reading.result() if reading is not None else None)
         if replica is not None:

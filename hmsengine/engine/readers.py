@@ -206,7 +206,10 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
            semantic_weight: object) -> tuple[list[str], list[float]] | None:
     """The plain lane's (ids, scores) for a query with no vector, n-grams or filter
     (``lane.plain_top``, tombstoned ids left out), or None when it is not the lane's: a k above
-    ``lane.LANE_MAX_K`` or too much work to run inline. Validates as ``build_query`` does."""
+    ``lane.LANE_MAX_K``, too much work to run inline, or the kernels not warm yet (the caller
+    waits for them, ``kernels_warm``, and asks again). Validates as ``build_query`` does."""
+    if indexer.warming is not None:
+        return None
     if not isinstance(query, str):
         raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
     check_text(query, "query", MAX_QUERY_BYTES)
@@ -223,10 +226,8 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
 def plain_hits(indexer: Indexer, query: object, k: object, lexical_weight: object,
                semantic_weight: object) -> list[Hit] | None:
     """``search_documents`` of a query with no vector, n-grams or filter, when the plain lane
-    answers it (``_plain``) and the kernels are warm; else None (the caller then awaits
-    ``search_documents``). Synchronous: the common search costs no coroutine here."""
-    if indexer.warming is not None:
-        return None
+    answers it (``_plain``); else None (the caller then awaits ``search_documents``).
+    Synchronous: the common search costs no coroutine here."""
     found = _plain(indexer, query, k, lexical_weight, semantic_weight)
     if found is None:
         return None
@@ -236,8 +237,6 @@ def plain_hits(indexer: Indexer, query: object, k: object, lexical_weight: objec
 def plain_pairs(indexer: Indexer, query: object, k: object, lexical_weight: object,
                 semantic_weight: object) -> list[tuple[str, float]] | None:
     """``plain_hits`` as ``search_ids`` gives it: (id, score) pairs."""
-    if indexer.warming is not None:
-        return None
     found = _plain(indexer, query, k, lexical_weight, semantic_weight)
     return None if found is None else list(zip(*found, strict=True))
 
@@ -248,8 +247,7 @@ async def kernels_warm(indexer: Indexer) -> None:
     each) would stall every other task."""
     warming = indexer.warming
     if warming is not None:
-        if not warming.done:
-            await trio.to_thread.run_sync(warming.wait)
+        await trio.to_thread.run_sync(warming.wait)
         indexer.warming = None
 
 
@@ -258,13 +256,14 @@ async def search_ranked(indexer: Indexer, query: object, *, k: object, embedding
                         semantic_weight: object) -> tuple[list[str], list[float]]:
     """The ids and fused scores of a search, best first (``search_documents`` without its Hit
     values); tombstoned ids left out (no text, no embedding: one could only surface with a zero
-    score)."""
+    score). The engine asks the plain lane first (``plain_pairs``); it is asked again here only
+    when it declined because the kernels were not warm yet."""
     if indexer.warming is not None:
         await kernels_warm(indexer)
-    if embedding is None and ids is None and metadata is None and semantic is None:
-        found = _plain(indexer, query, k, lexical_weight, semantic_weight)
-        if found is not None:
-            return found
+        if embedding is None and ids is None and metadata is None and semantic is None:
+            found = _plain(indexer, query, k, lexical_weight, semantic_weight)
+            if found is not None:
+                return found
     snap = indexer.snapshot
     q = build_query(indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
                     semantic=semantic, lexical_weight=lexical_weight,
@@ -279,14 +278,15 @@ async def search_documents(indexer: Indexer, query: object, *, k: object, embedd
                            ids: object, metadata: object, semantic: object,
                            lexical_weight: object, semantic_weight: object) -> list[Hit]:
     """``Engine.search_documents``: the plain lane when the query is its (most are), else the
-    general path (``build_query``, ``executor.prepare``, ``executor.run``)."""
+    general path (``build_query``, ``executor.prepare``, ``executor.run``). The engine asks the
+    plain lane first (``plain_hits``); it is asked again here only when it declined because the
+    kernels were not warm yet."""
     if indexer.warming is not None:
         await kernels_warm(indexer)
-    if embedding is None and ids is None and metadata is None and semantic is None:
-        found = _plain(indexer, query, k, lexical_weight, semantic_weight)
-        if found is not None:
-            return [make_hit(doc_id, score, score, None)
-                    for doc_id, score in zip(found[0], found[1], strict=True)]
+        if embedding is None and ids is None and metadata is None and semantic is None:
+            hits = plain_hits(indexer, query, k, lexical_weight, semantic_weight)
+            if hits is not None:
+                return hits
     snap = indexer.snapshot
     q = build_query(indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
                     semantic=semantic, lexical_weight=lexical_weight,

@@ -49,8 +49,9 @@ TermInfo = tuple[tuple[int, ...], int, float]
 
 
 def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) -> list[TermInfo]:
-    """Per term of ``terms``, in order: (local id per view or -1, postings over all views,
-    global idf), from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
+    """Per term of ``terms`` (distinct: a query's canonical terms), in order: (local id per view
+    or -1, postings over all views, global idf), from ``memo`` (``snap.memo("terms")``) or
+    computed and remembered there.
 
     The terms not in the memo get their idf from one ``bm25_idf`` call over all of them (a
     call costs ~5 us whatever its length: one per missed term made a query of new terms pay it
@@ -85,11 +86,7 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
         del memo[next(iter(memo))]
     for (term, n), local_ids, postings, idf in zip(missed.items(), ids_of, postings_of, idfs,
                                                    strict=True):
-        info = memo[term] = (local_ids, postings, idf)
-        found[n] = info
-    for n, term in enumerate(terms):  # a term repeated in ``terms``: its first place's info
-        if found[n] is None:
-            found[n] = memo[term]
+        found[n] = memo[term] = (local_ids, postings, idf)
     return found  # type: ignore[return-value]
 
 
