@@ -102,6 +102,7 @@ def _scan_journal(core: StoreCore, state: _Replay,
         else:
             _install(core.table, snap)
             core.snapshot_documents = len(snap.ids)
+            core.snapshot_state = (snap.journal_end, snap.sequence, snap.text_synced)
             state.text_synced = state.record_end = snap.text_synced
             state.zeroed_through = snap.zeroed_through
             if progress:

@@ -91,6 +91,10 @@ class StoreCore:
         self.journal_label = f"{generation}/{manifest.JOURNAL_FILE}".encode()
         # Documents the last open took from the table snapshot (0: it replayed the whole journal).
         self.snapshot_documents = 0
+        # What this generation's table.snap on disk describes (``_table_state``), when this
+        # process loaded or wrote it; None when unknown. A close that would write the same
+        # snapshot again skips it (a million rows took ~2 s to encode after a read-only session).
+        self.snapshot_state: tuple[int, int, int] | None = None
         # A tombstone was written since this generation began (so its journal may still hold
         # what the tombstone replaced): set by the writer and at open, cleared by a compaction.
         self.purge_pending = False
@@ -300,11 +304,18 @@ class StoreCore:
                     self.checkpoint()
                 except DurabilityError:
                     pass  # the journal stays the source of truth; recovery redoes the work
-            if not self.dirty and self.broken is None:
+            if not self.dirty and self.broken is None and \
+                    self.snapshot_state != self._table_state():
                 self.write_table_snapshot()
         finally:
             self.close_files()
             self.directory.unlock()
+
+    def _table_state(self) -> tuple[int, int, int]:
+        """What a table snapshot written now would describe: (journal end, table revision, text
+        size). Every change to the table or the text (a transaction, a purge's zeroing, a
+        recovery's repair) appends to the journal, so equal states mean an equal snapshot."""
+        return (self.journal.size(), self.table.revision, self.text.handle.size())
 
     def write_table_snapshot(self) -> None:
         """Write ``table.snap`` for the table as of now (after a checkpoint, nothing unsynced).
@@ -328,5 +339,6 @@ class StoreCore:
                 zeroed_through=self.table.revision, embedding_dim=self.table.embedding_dim,
                 ids=ids, metadata=metadata, columns=columns, embeddings=embeddings)
             self.directory.atomic_write(name, data)
+            self.snapshot_state = (end, self.table.revision, text_size)
         except Exception:  # an optimisation must never fail a close
             log.warning("could not write the table snapshot of %s", self.generation, exc_info=True)

@@ -108,3 +108,40 @@ async def test_encrypted_snapshot_holds_no_plaintext(tmp_path: Path) -> None:
         assert engine.statistics().table_snapshot_documents == 1
         doc = await engine.get_document("secret-id-1")
         assert doc is not None and doc.metadata == {"note": "plaintext-marker-xyz"}
+
+
+async def test_a_session_that_changed_nothing_keeps_the_snapshot(tmp_path: Path) -> None:
+    """A close after reads only leaves table.snap as it was (not encoded again); a session that
+    writes, deletes or purges rewrites it, and each reopen starts from a snapshot that holds it."""
+    store = tmp_path / "s"
+    await _fill(store)
+    async with Engine.open(store) as engine:
+        generation = engine._core.generation
+        expected = await _state(engine)
+        live = engine.statistics().documents
+    snap = store / generation / "table.snap"
+    before = snap.stat()
+    async with Engine.open(store) as engine:
+        assert engine.statistics().table_snapshot_documents > 0
+        assert await _state(engine) == expected
+        await engine.search_documents("snapshot", k=3)
+    after = snap.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+    async with Engine.open(store) as engine:
+        await engine.put_document("new", "written in the second session")
+    assert snap.stat().st_ino != after.st_ino
+    async with Engine.open(store) as engine:
+        assert engine.statistics().table_snapshot_documents == len(expected["docs"]) + 1
+        await engine.delete_document("d8")  # a delete alone also rewrites it
+    async with Engine.open(store) as engine:
+        assert engine.statistics().table_snapshot_documents == len(expected["docs"])
+        assert await engine.get_document("d8") is None
+        assert (await engine.get_document("new")).text == "written in the second session"
+        await engine.delete_document("d9", purge=True)
+        generation = engine._core.generation
+    async with Engine.open(store) as engine:
+        assert engine._core.generation == generation
+        assert engine.statistics().table_snapshot_documents > 0  # the purge's tombstone is a row
+        assert await engine.get_document("d9") is None
+        assert "d9" in engine.tombstones() and engine.statistics().documents == live - 1
