@@ -498,6 +498,7 @@ class Indexer:
                         await self._wake.wait()
                     if not self._wake.is_set():  # quiet: no commit since the last fold
                         await self._consolidate()
+                        await self._persist_if_due()  # now, not at the next commit or close
                         continue
                 self._wake = trio.Event()
                 if 0 < len(self.snapshot.tail) < FOLD_AT:
@@ -510,8 +511,11 @@ class Indexer:
                     await self._fold()
                 while (window := self._pick()) is not None:
                     await self._merge(*window)
-                if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
-                    await self._persist_segments()
+                await self._persist_if_due()
+
+    async def _persist_if_due(self) -> None:
+        if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
+            await self._persist_segments()
 
     def _consolidation(self) -> tuple[int, int] | None:
         """The segments an idle builder should merge (``mergepolicy.consolidation_window`` of the

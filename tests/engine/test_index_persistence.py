@@ -9,6 +9,7 @@ import shutil
 import threading
 
 import pytest
+import trio
 
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
@@ -62,6 +63,34 @@ async def test_reopen_of_200k_documents_uses_persisted_segments(disk_path):
         reopened = await results(engine)
     assert reopened == before
     assert await full_rebuild_results(disk_path) == before
+
+
+async def test_idle_consolidation_persists_what_it_merged(disk_path, monkeypatch, no_merges):
+    """An idle builder's consolidation is written to disk while the store stays idle (not left
+    for the next commit or the close), and the next open loads it without tokenizing."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "PERSIST_AT", 1000)
+    async with Engine.open(disk_path) as engine:
+        docs = corpus(3000)
+        for start in range(0, 3000, 1000):
+            await engine.put_documents(docs[start:start + 1000])
+        indexer = engine._indexer
+        with trio.fail_after(60):
+            while indexer.snapshot.tail or indexer._unpersisted_documents():
+                await trio.sleep(0.02)
+        assert len(indexer.snapshot.segments) > 1 and indexer.consolidations == 0
+        monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 0.05)
+        indexer._wake.set()  # the builder now waits 0.05 s of quiet, not an hour
+        with trio.fail_after(20):
+            while indexer.consolidations == 0 or indexer._unpersisted_documents():
+                await trio.sleep(0.02)
+        (merged,) = indexer.snapshot.segments
+        assert os.path.exists(os.path.join(index_dir(disk_path), indexer._persisted[merged.segment]))
+        before = await results(engine)
+    async with Engine.open(disk_path) as engine:
+        stats = engine.statistics()
+        assert stats.index_segments == 1 and stats.index_documents_tokenized == 0
+        assert await results(engine) == before
 
 
 async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch, no_merges):
