@@ -29,7 +29,7 @@ from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
-from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc
+from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
 from .actor import Warming
 from .docnums import DocnumMap
 from .state import DocEntry, doc_key
@@ -111,6 +111,11 @@ class Indexer:
         )
         return attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64))
 
+    def tail_segment(self, tail: TailView) -> Segment:
+        """A snapshot's query-time segment of its tail (``TailView.segment``: each document
+        analyzed once for every snapshot that shows it). Runs inline or in a worker thread."""
+        return tail.segment(self.analyzer, self._core.table.embedding_dim)
+
     def load_texts(self, segment: Segment) -> list[str]:
         """The texts of a segment's documents that are still that version ("" for the others:
         they are dead in every snapshot that could ask). Runs in a worker thread or inline."""
@@ -158,7 +163,7 @@ class Indexer:
         # The dead-in-tail set is copied only when this batch adds to it (not on every commit).
         tail_dead = snap.tail_dead.union(died_in_tail) if died_in_tail else snap.tail_dead
         self.snapshot = Snapshot(revision=revision, segments=segments, tail=grown,
-                                 tail_dead=tail_dead, build_tail=self.build_tail,
+                                 tail_dead=tail_dead, tail_segment=self.tail_segment,
                                  load_texts=self.load_texts)
         # Wake the builder only when there is something new for it to decide: a tail just
         # started (its idle timer), a full tail, or deletions in folded segments.
@@ -242,7 +247,7 @@ class Indexer:
             progress(len(missing), len(missing))
         views = await self._disjoint(views)
         self.snapshot = Snapshot(revision=table.revision, segments=tuple(views),
-                                 build_tail=self.build_tail, load_texts=self.load_texts)
+                                 tail_segment=self.tail_segment, load_texts=self.load_texts)
         if self._persistent and self.rebuilt_documents >= PERSIST_AT:
             self._wake.set()  # persist soon, so the next open need not tokenize them again
 
@@ -555,7 +560,7 @@ class Indexer:
         self.snapshot = Snapshot(
             revision=snap.revision, segments=segments, tail=snap.tail[len(tail):].compacted(),
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
-            build_tail=self.build_tail, load_texts=self.load_texts,
+            tail_segment=self.tail_segment, load_texts=self.load_texts,
         )
         self.folds += 1
         if self.snapshot.tail:

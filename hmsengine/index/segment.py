@@ -139,13 +139,33 @@ def build_segment(
     n = len(ids)
     vocab: dict[str, int] = {}
     flat, starts = analyzer.term_ids(list(texts), vocab)
+    return segment_of_terms(
+        ids=ids, docnums=np.arange(first_docnum, first_docnum + n, dtype=np.int64), vocab=vocab,
+        flat=flat, starts=starts, embeddings=embeddings, embedding_dim=embedding_dim,
+        ngrams=ngram_postings(texts, dim) if with_ngrams else None)
+
+
+def segment_of_terms(
+    *, ids: Sequence[str], docnums: I64, vocab: dict[str, int], flat: I32, starts: I64,
+    embeddings: Sequence[npt.NDArray[np.float32] | None] | None, embedding_dim: int | None,
+    ngrams: Postings | None = None, has_embedding: U8 | None = None,
+) -> Segment:
+    """The segment of documents already tokenized: ``flat``/``starts`` as
+    ``Analyzer.term_ids`` gives them, term ids of ``vocab`` (a term of ``vocab`` that no
+    document has gets an empty column). ``has_embedding``, when given, says which documents
+    have an embedding; ``embeddings`` may then be None when none has."""
+    n = len(ids)
     offsets, doc_ids, tfs, doc_lens = build_postings(flat, starts, len(vocab))
     terms = Postings(offsets=offsets, doc_ids=doc_ids, values=tfs)
-    matrix, has = _embedding_matrix(embeddings, n, embedding_dim)
+    if has_embedding is not None and not has_embedding.any():
+        matrix, has = None, has_embedding
+    elif embeddings is None:
+        raise ValueError("segment_of_terms: documents with embeddings need `embeddings`")
+    else:
+        matrix, has = _embedding_matrix(embeddings, n, embedding_dim)
     return Segment(
-        ids=tuple(ids), docnums=np.arange(first_docnum, first_docnum + n, dtype=np.int64),
-        vocab=vocab, terms=terms, doc_lens=doc_lens, df=np.diff(offsets).astype(np.int64),
-        forward=_forward(terms, n), ngrams=ngram_postings(texts, dim) if with_ngrams else None,
+        ids=tuple(ids), docnums=docnums, vocab=vocab, terms=terms, doc_lens=doc_lens,
+        df=np.diff(offsets).astype(np.int64), forward=_forward(terms, n), ngrams=ngrams,
         embeddings=matrix, has_embedding=has,
     )
 

@@ -16,7 +16,9 @@ import attrs
 import numpy as np
 
 from ..kernels.bm25 import bm25_norms
+from .analyzer import Analyzer
 from .segment import I64, U8, Segment
+from .tailterms import TailTerms
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -77,12 +79,15 @@ class TailView(Sequence[TailDoc]):
     A view never sees items appended after it was made.
     """
 
-    __slots__ = ("_end", "_items", "_start")
+    __slots__ = ("_end", "_items", "_start", "_terms")
 
-    def __init__(self, items: list[TailDoc] | None = None, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, items: list[TailDoc] | None = None, start: int = 0, end: int | None = None,
+                 terms: TailTerms | None = None) -> None:
         self._items = items if items is not None else []
         self._start = start
         self._end = len(self._items) if end is None else end
+        # The list's documents as analyzed so far, shared by every view of the same list.
+        self._terms = terms if terms is not None else TailTerms()
 
     def __len__(self) -> int:
         return self._end - self._start
@@ -92,7 +97,8 @@ class TailView(Sequence[TailDoc]):
             begin, stop, step = index.indices(len(self))
             if step != 1:
                 return tuple(self)[index]
-            return TailView(self._items, self._start + begin, self._start + max(begin, stop))
+            return TailView(self._items, self._start + begin, self._start + max(begin, stop),
+                            self._terms)
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
@@ -108,9 +114,14 @@ class TailView(Sequence[TailDoc]):
         """This view plus ``docs``: shares the list when this view is its newest."""
         if self._end == len(self._items):
             self._items.extend(docs)
-            return TailView(self._items, self._start, len(self._items))
+            return TailView(self._items, self._start, len(self._items), self._terms)
         fresh = [*self, *docs]
         return TailView(fresh, 0, len(fresh))
+
+    def segment(self, analyzer: Analyzer, embedding_dim: int | None) -> Segment:
+        """The segment of this view's documents (dead ones too: a snapshot marks those), each
+        analyzed once for all the views of its list (``tailterms.TailTerms``)."""
+        return self._terms.segment(self._items, self._start, self._end, analyzer, embedding_dim)
 
     def compacted(self) -> TailView:
         """The same documents in a list of their own (after a fold, frees the folded prefix)."""
@@ -123,15 +134,16 @@ class Snapshot:
     """The index at one revision: segment views in docnum order, then the unfolded tail.
 
     The tail holds the newest committed documents as plain values; the first search of a
-    snapshot with a tail tokenizes it into a small segment (``build_tail``) and caches it, and
-    the index-builder actor folds the tail into a real segment in the background.
+    snapshot with a tail makes it a small segment (``tail_segment``: each document analyzed once
+    for all the snapshots that show it, ``TailView.segment``) and caches it, and the
+    index-builder actor folds the tail into a real segment in the background.
     """
 
     revision: int
     segments: tuple[SegmentView, ...]
     tail: TailView = attrs.field(factory=TailView)
     tail_dead: frozenset[int] = frozenset()
-    build_tail: Callable[[Sequence[TailDoc]], Segment] | None = None
+    tail_segment: Callable[[TailView], Segment] | None = None
     load_texts: Callable[[Segment], list[str]] | None = None
     _cache: dict[str, Any] = attrs.field(factory=dict, init=False)
 
@@ -145,13 +157,16 @@ class Snapshot:
         return cached
 
     def tail_view(self) -> SegmentView | None:
-        """The live tail tokenized into a segment, built on first use once per snapshot (and
-        carried over by ``with_segments``); None when no tail document is live."""
+        """The tail as a segment, its dead documents marked, built on first use once per
+        snapshot (and carried over by ``with_segments``); None when no tail document is live."""
         if "tail" not in self._cache:
-            live_tail = [d for d in self.tail if d.docnum not in self.tail_dead]
+            tail, dead = self.tail, self.tail_dead
             built = None
-            if live_tail and self.build_tail is not None:
-                built = SegmentView.fresh(self.build_tail(live_tail))
+            if len(tail) and self.tail_segment is not None:
+                dead_at = [i for i, d in enumerate(tail) if d.docnum in dead] if dead else []
+                if len(dead_at) < len(tail):
+                    built = SegmentView.fresh(self.tail_segment(tail))
+                    built = built.without(dead_at) if dead_at else built
             self._cache["tail"] = built
         view: SegmentView | None = self._cache["tail"]
         return view
@@ -161,7 +176,7 @@ class Snapshot:
         query-time segment, if built, is shared rather than tokenized again (a merge landing
         after a burst would otherwise cost the next query ~ms per thousand tail documents)."""
         snap = Snapshot(revision=self.revision, segments=segments, tail=self.tail,
-                        tail_dead=self.tail_dead, build_tail=self.build_tail,
+                        tail_dead=self.tail_dead, tail_segment=self.tail_segment,
                         load_texts=self.load_texts)
         if "tail" in self._cache:
             snap._cache["tail"] = self._cache["tail"]

@@ -15,6 +15,7 @@ from hmsengine import Engine, InvalidRequest
 from hmsengine.engine import indexer as indexer_module
 from hmsengine.index.analyzer import get_analyzer
 from hmsengine.index.mergepolicy import MergePolicy
+from hmsengine.index.tailterms import TailTerms
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 
@@ -307,13 +308,13 @@ async def test_a_merge_landing_keeps_the_tails_query_time_segment(monkeypatch, n
         await engine.put_documents(items[600:])
         assert len(indexer.snapshot.segments) == 2 and len(indexer.snapshot.tail) == 300
         builds: list[int] = []
-        real_build = indexer_module.build_segment
+        real_build = TailTerms.segment
 
-        def counted_build(analyzer, *, ids, **kwargs):  # type: ignore[no-untyped-def]
-            builds.append(len(ids))
-            return real_build(analyzer, ids=ids, **kwargs)
+        def counted_build(self, items, start, end, *args):  # type: ignore[no-untyped-def]
+            builds.append(end - start)
+            return real_build(self, items, start, end, *args)
 
-        monkeypatch.setattr(indexer_module, "build_segment", counted_build)
+        monkeypatch.setattr(TailTerms, "segment", counted_build)
         snap = indexer.snapshot
         expected = reference_bm25(docs, "w1 w2")
         hits = await engine.search_documents("w1 w2", k=900)
