@@ -15,7 +15,8 @@ ids up from any thread, as they did in the dict.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,20 @@ class DocnumMap(MutableMapping[str, int]):
             return default
         value = self._base[row]
         return default if value == _ABSENT else value
+
+    def get_many(self, ids: Sequence[str]) -> np.ndarray:
+        """The number of each of ``ids`` (hashable values), -1 for those absent, as int64:
+        the lookups run in C (``map`` over the dicts' ``get``), ~0.1 us an id against ~0.4 us
+        through ``get`` (a search filter of 10k ids paid ~4 ms for it)."""
+        count = len(ids)
+        found = np.fromiter(map(self._over.get, ids, repeat(_ABSENT)), dtype=np.int64, count=count)
+        if self._n_base:
+            rows = np.fromiter(map(self._row_of.get, ids, repeat(-1)), dtype=np.int64, count=count)
+            # An id set again after the base was adopted is in the dict (its row holds -1).
+            in_base = (rows >= 0) & (found == _ABSENT)
+            base = np.frombuffer(self._base, dtype=np.int64)
+            found[in_base] = base[rows[in_base]]
+        return found
 
     def __getitem__(self, doc_id: str) -> int:
         if doc_id in self._over:

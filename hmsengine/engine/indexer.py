@@ -15,8 +15,7 @@
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -32,6 +31,7 @@ from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
 from .actor import Warming
 from .docnums import DocnumMap
+from .metaindex import MetadataIndex
 from .state import DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
@@ -80,7 +80,7 @@ class Indexer:
         # Resolved search filters of frozenset ids, per snapshot (engine/readers.py).
         self.filter_cache: dict[int, Any] = {}
         self._wake = trio.Event()
-        self._meta: dict[tuple[str, str], set[str]] | None = None
+        self.metadata = MetadataIndex(self._metadata_source)  # the filters' index
         self._cancel = trio.CancelScope()
         self.merges = 0
         self.merged_documents = 0  # documents written by merges (write amplification, bench/)
@@ -146,18 +146,20 @@ class Indexer:
         for sequence, ops in batch:
             for position, op in enumerate(ops):
                 old = self.docnum_of.pop(op.id, None)
+                docnum = -1
                 if old is not None:
                     if first_tail is not None and old >= first_tail:
                         died_in_tail.append(old)
                     else:
                         dead_folded.append(old)
                 if isinstance(op, StoredPut) and not is_tombstone_json(op.metadata_json):
-                    key = doc_key(sequence, position)
+                    docnum = key = doc_key(sequence, position)
                     self.docnum_of[op.id] = key
                     new_docs.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
                     if first_tail is None:
                         first_tail = key
-                self._meta_update(op)
+                self.metadata.update(op.id, op.metadata_json if isinstance(op, StoredPut) else None,
+                                     docnum)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         grown = tail.extended(new_docs) if new_docs else tail
         # The dead-in-tail set is copied only when this batch adds to it (not on every commit).
@@ -172,35 +174,22 @@ class Indexer:
 
     # -- metadata filter index (built on first use) -----------------------------------------
 
-    def _meta_update(self, op: StoredOp) -> None:
-        if self._meta is None:
-            return
-        for key in list(self._meta_keys.pop(op.id, ())):
-            self._meta[key].discard(op.id)
-        if isinstance(op, StoredPut) and op.metadata_json is not None:
-            self._meta_add(op.id, json.loads(op.metadata_json))
-
-    def _meta_add(self, doc_id: str, metadata: dict[str, object]) -> None:
-        assert self._meta is not None
-        keys = [(k, _canonical(v)) for k, v in metadata.items()]
-        for key in keys:
-            self._meta.setdefault(key, set()).add(doc_id)
-        self._meta_keys[doc_id] = keys
-
     def ids_with_metadata(self, wanted: dict[str, object]) -> set[str]:
         """Ids of live documents whose metadata has every ``key: value`` of ``wanted``."""
-        if self._meta is None:
-            self._meta, self._meta_keys = {}, {}
-            for doc_id, entry in self._core.table.entries.items():
-                if entry.metadata_json is not None:
-                    self._meta_add(doc_id, json.loads(entry.metadata_json))
-        sets = [self._meta.get((k, _canonical(v)), set()) for k, v in wanted.items()]
-        if not sets:
-            return set(self.docnum_of)
-        sets.sort(key=len)
-        return set(sets[0]).intersection(*sets[1:])
+        found = self.metadata.ids(wanted)
+        return set(self.docnum_of) if found is None else found
 
-    _meta_keys: dict[str, list[tuple[str, str]]]
+    def docnums_with_metadata(self, wanted: dict[str, object]) -> np.ndarray:
+        """``ids_with_metadata`` as the indexed documents' numbers (int64, any order)."""
+        found = self.metadata.docnums(wanted)
+        if found is None:
+            return np.fromiter(self.docnum_of.values(), dtype=np.int64, count=len(self.docnum_of))
+        return found
+
+    def _metadata_source(self) -> Iterator[tuple[str, str | None, int]]:
+        docnum_of = self.docnum_of
+        for doc_id, entry in self._core.table.entries.items():
+            yield doc_id, entry.metadata_json, docnum_of.get(doc_id, -1)
 
     # -- rebuild at open -------------------------------------------------------------------
 
@@ -592,7 +581,3 @@ class Indexer:
 
     def stop(self) -> None:
         self._cancel.cancel()
-
-
-def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

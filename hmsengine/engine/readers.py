@@ -125,31 +125,33 @@ def _resolve_filter(indexer: Indexer, snap: Any, ids: object, metadata: object) 
     """(allowed masks, picked candidates) per view for an ids and/or metadata filter; None
     when it matches nothing."""
     docnum_of = indexer.docnum_of
-    found: list[int] = []
+    found = np.empty(0, dtype=np.int64)
     if ids is not None:
         if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, AbstractSet)):
             raise InvalidRequest("ids: expected a list of document ids")
-        get = docnum_of.get
-        for n, doc_id in enumerate(ids):
-            docnum = get(doc_id) if isinstance(doc_id, str) else None
-            if docnum is not None:
-                found.append(docnum)  # a stored id is valid by construction
-            elif not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or _UNSAFE.search(doc_id):
-                # The field name is only built for a bad id: filters of thousands of ids are common.
+        listed = list(ids)
+        try:
+            numbers = docnum_of.get_many(listed)
+        except TypeError:  # an unhashable value: named below
+            numbers = np.full(len(listed), -1, dtype=np.int64)
+        for n in np.flatnonzero(numbers < 0).tolist():
+            doc_id = listed[n]
+            if isinstance(doc_id, str) and doc_id in docnum_of:
+                numbers[n] = docnum_of[doc_id]  # only after an unhashable value
+            elif not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or \
+                    _UNSAFE.search(doc_id):
+                # A stored id is valid by construction: only the others are checked.
                 check_id(doc_id, f"ids[{n}]")
+        found = numbers[numbers >= 0]
     if metadata is not None:
         if not isinstance(metadata, Mapping):
             raise InvalidRequest("metadata: expected a JSON object of key: value to match")
         check_metadata(metadata)
-        matching = indexer.ids_with_metadata(dict(metadata))
-        if ids is None:
-            found = [d for d in map(docnum_of.get, matching) if d is not None]
-        else:
-            keep = {docnum_of[i] for i in matching if i in docnum_of}
-            found = [d for d in found if d in keep]
-    if not found:
+        numbers = indexer.docnums_with_metadata(dict(metadata))
+        found = numbers if ids is None else found[np.isin(found, numbers)]
+    if not len(found):
         return None
-    per_view = _locate(snap, np.unique(np.asarray(found, dtype=np.int64)))
+    per_view = _locate(snap, _sorted_unique(found))
     if not per_view:
         return None
     if len(found) <= executor.SMALL_CANDIDATES:
@@ -169,17 +171,30 @@ def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:
     firsts = np.asarray([v.segment.first for v in views], dtype=np.int64)
     which = np.searchsorted(firsts, docnums, side="right") - 1
     out: dict[int, np.ndarray] = {}
-    for v in np.unique(which[which >= 0]):
-        seg = views[int(v)].segment
-        wanted = docnums[which == v]
+    # ``which`` is ascending: each view's documents are one run of it.
+    bounds = np.searchsorted(which, np.arange(len(views) + 1), side="left")
+    for v in range(len(views)):
+        wanted = docnums[bounds[v]:bounds[v + 1]]
+        if not wanted.size:
+            continue
+        seg = views[v].segment
         local = np.searchsorted(seg.docnums, wanted)
         inside = local < seg.n_docs
         local, wanted = local[inside], wanted[inside]
         local = local[seg.docnums[local] == wanted]
-        local = local[views[int(v)].live[local] != 0]
+        local = local[views[v].live[local] != 0]
         if local.size:
-            out[int(v)] = local.astype(np.int32)
+            out[v] = local.astype(np.int32)
     return out
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of int64 values by a sort (numpy's hash-based unique took ~0.6 ms for
+    12k document numbers, ~4x the sort)."""
+    ordered = np.sort(values)
+    if ordered.size > 1:
+        ordered = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+    return ordered
 
 
 async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,

@@ -40,6 +40,9 @@ def test_a_base_map_and_its_changes_behave_as_a_dict() -> None:
         assert (doc_id in mapping) == (doc_id in plain)
         assert mapping.get(doc_id) == plain.get(doc_id)
         assert len(mapping) == len(plain)
+        if step % 100 == 0:  # the batch look-up agrees too (-1 for the absent)
+            asked = [*rng.sample(names, 60), "never"]
+            assert mapping.get_many(asked).tolist() == [plain.get(i, -1) for i in asked]
     assert sorted(mapping) == sorted(plain) and dict(mapping.items()) == plain
     with pytest.raises(KeyError):
         del mapping["never"]
@@ -58,4 +61,8 @@ def test_without_a_base_it_is_a_plain_dict() -> None:
     assert list(mapping) == ["b"]
     with pytest.raises(KeyError):
         mapping.pop("a")
+    assert mapping.get_many(["b", "a", "b"]).tolist() == [2, -1, 2]
+    assert mapping.get_many([]).dtype == np.int64
+    with pytest.raises(TypeError):
+        mapping.get_many([["unhashable"]])
 

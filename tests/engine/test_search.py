@@ -134,6 +134,86 @@ async def test_filters_restrict_before_ranking():
             assert h.score == everything[h.id]
 
 
+async def test_filters_follow_every_change_in_every_state(disk_path, monkeypatch):
+    """Metadata and id filters, checked against plain BM25 over the live documents that match,
+    after puts, metadata changes, replaces, deletes and purges, with the filter index built
+    before and after the changes, over folded segments and the tail, and after a reopen; bad
+    ids in a filter are still named."""
+    monkeypatch.setattr(indexer_module, "PERSIST_AT", 1000)  # the reopen adopts segments
+    rng = random.Random(21)
+    live: dict[str, tuple[str, dict]] = {}
+
+    def put(engine_items: list, i: int) -> None:
+        meta = {"g": rng.randrange(4), "h": rng.choice(["x", "y"])}
+        text = " ".join(rng.choices(WORDS, k=rng.randint(1, 8)))
+        live[f"d{i}"] = (text, meta)
+        engine_items.append({"id": f"d{i}", "text": text, "metadata": meta})
+
+    async def check(engine: Engine) -> None:
+        for wanted in ({"g": 1}, {"g": 2, "h": "x"}, {"h": "y"}):
+            query = " ".join(rng.sample(WORDS, 2))
+            # A filter picks the candidates; scores are over the whole store, as unfiltered.
+            scores = reference_bm25({i: t for i, (t, _) in live.items()}, query)
+            docs = {i for i, (_, m) in live.items() if all(m.get(k) == v for k, v in wanted.items())}
+            ref = {i: x for i, x in scores.items() if i in docs}
+            got = {h.id: h.score for h in await engine.search_documents(query, k=1000, metadata=wanted)}
+            assert got.keys() == ref.keys() and got == pytest.approx(ref, rel=1e-12, abs=1e-12)
+            assert engine.find_ids(metadata=wanted) == docs
+            some = [*sorted(live)[::3], "absent"]
+            ref = {i: x for i, x in scores.items() if i in some}
+            for ids in (some, frozenset(some)):
+                got = {h.id: h.score for h in await engine.search_documents(query, k=1000, ids=ids)}
+                assert got.keys() == ref.keys() and got == pytest.approx(ref, rel=1e-12, abs=1e-12)
+
+    async with Engine.open(disk_path, analyzer="simple") as engine:
+        items: list = []
+        for i in range(3000):
+            put(items, i)
+        await engine.put_documents(items)
+        await check(engine)  # the filter index built now; later changes update it
+        for step in range(60):
+            action = rng.random()
+            if action < 0.4:
+                items = []
+                for i in rng.sample(range(3000), 20):
+                    put(items, i)  # replaces, metadata changed
+                await engine.put_documents(items)
+            elif action < 0.7:
+                items = []
+                put(items, 3000 + step)
+                await engine.put_documents(items)  # a new document, in the tail
+            else:
+                victim = rng.choice(sorted(live))
+                del live[victim]
+                await engine.delete_document(victim, purge=step % 10 == 9)
+            if step % 6 == 0:
+                await check(engine)
+        await check(engine)
+        with pytest.raises(InvalidRequest, match=r"ids\[1\]"):
+            await engine.search_documents("alpha", ids=["d1", ["not", "an", "id"]])
+        with pytest.raises(InvalidRequest, match=r"ids\[2\]"):
+            await engine.search_documents("alpha", ids=["d1", "d2", ""])
+    async with Engine.open(disk_path, analyzer="simple") as engine:
+        assert engine.statistics().index_documents_loaded > 0
+        await check(engine)  # the filter index built from the reopened table
+    # A store without tombstones reopens with its documents' numbers adopted as a column
+    # (engine/docnums.py); documents set again after that live beside it.
+    live.clear()
+    other = disk_path + "-adopted"
+    async with Engine.open(other, analyzer="simple") as engine:
+        items = []
+        for i in range(3000):
+            put(items, i)
+        await engine.put_documents(items)
+    async with Engine.open(other, analyzer="simple") as engine:
+        assert engine._indexer.docnum_of._n_base == 3000
+        items = []
+        for i in range(0, 900, 2):
+            put(items, i)
+        await engine.put_documents(items)
+        await check(engine)
+
+
 async def test_embedding_fusion_and_ngram():
     """Cosine and n-gram signals are fused by weighted RRF; each hit carries both scores."""
     async with Engine.open(None) as engine:
