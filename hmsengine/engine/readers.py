@@ -200,7 +200,7 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,
                   prepared: executor.Prepared) -> tuple[list[str], list[executor.Scored]]:
     if prepared.work <= INLINE_WORK:
-        scored = executor.run(snap, q, prepared)
+        scored = executor.run(snap, q, prepared, inline=True)
     else:
         scored = await trio.to_thread.run_sync(executor.run, snap, q, prepared)
     return _without_tombstones(indexer, snap.ids_of([s.docnum for s in scored]), scored)
@@ -312,7 +312,7 @@ async def search_documents(indexer: Indexer, query: object, *, k: object, embedd
     if executor.lexical_only(q) and prepared.work <= INLINE_WORK:
         # A larger k than the plain lane takes: lists from the kernel's buffers, Hits made
         # directly (a Scored tuple per hit and a second pass cost ~8 us a query).
-        docnums, scores = executor.run_lexical(snap, q, prepared)
+        docnums, scores = executor.run_lexical(snap, q, prepared, inline=True)
         found_ids = snap.ids_of(docnums)
         tombstones = indexer._core.table.tombstones
         return [make_hit(doc_id, score, score, None)

@@ -32,12 +32,18 @@ import numpy as np
 from ..kernels.bm25 import (
     bm25_idf,
     bm25_score_docs,
+    bm25_score_docs_held,
     sparse_accumulate,
     sparse_score_docs,
 )
 from ..kernels.cosine import cosine_exact_rows, cosine_topk
-from ..kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
-from ..kernels.topk import merge_topk, topk_finish, topk_touched
+from ..kernels.pruning import (
+    DENSE_RATIO,
+    PRUNE_MIN_POSTINGS,
+    bm25_segment_topk,
+    bm25_segment_topk_held,
+)
+from ..kernels.topk import merge_topk, topk_finish, topk_finish_held, topk_touched
 from . import lane
 from .snapshot import SegmentView, Snapshot
 
@@ -158,8 +164,10 @@ def _top_buffers(depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
              buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-             ) -> tuple[np.ndarray, np.ndarray]:
+             inline: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The top ``depth`` by BM25 over every view: one kernel call per view into one buffer.
+    ``inline``: on the event loop's thread, through the kernels' twins that keep the GIL
+    (kernels/jit.py ``held_twin``).
 
     The largest segment goes first: once the buffer is full its worst score bounds the final
     k-th best from below, so the other segments' MaxScore pruning starts from that bar
@@ -168,7 +176,8 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
     weights = p.weights
     assert weights is not None  # only called when the query has terms
     if q.candidates is not None:
-        return _lexical_candidates(snap, q, p, depth)
+        return _lexical_candidates(snap, q, p, depth, inline)
+    segment_topk = bm25_segment_topk_held if inline else bm25_segment_topk
     if buffers is None:
         top_s = np.empty(depth, dtype=np.float64)
         top_d = np.empty(depth, dtype=np.int64)
@@ -187,16 +196,16 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
             check = True
         else:
             allowed = live
-        bm25_segment_topk(offsets, doc_ids, tfs, norms, local_terms[i], weights, allowed, check,
-                          docnums, top_s, top_d, top_n, acc, seen, touched, PRUNE_MIN_POSTINGS,
-                          DENSE_RATIO)
+        segment_topk(offsets, doc_ids, tfs, norms, local_terms[i], weights, allowed, check,
+                     docnums, top_s, top_d, top_n, acc, seen, touched, PRUNE_MIN_POSTINGS,
+                     DENSE_RATIO)
     n = int(top_n[0])
-    topk_finish(top_s, top_d, n)
+    (topk_finish_held if inline else topk_finish)(top_s, top_d, n)
     return top_s[:n], top_d[:n]
 
 
-def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared,
-                        depth: int) -> tuple[np.ndarray, np.ndarray]:
+def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared, depth: int,
+                        inline: bool) -> tuple[np.ndarray, np.ndarray]:
     """The filtered path: each view's small candidate set scored document by document."""
     assert q.candidates is not None and p.weights is not None
     parts = []
@@ -207,8 +216,9 @@ def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared,
             continue
         seg = view.segment
         t = seg.terms
-        scores = bm25_score_docs(t.offsets, t.doc_ids, t.values, view.norms(avgdl),
-                                 p.local_terms[i], p.weights, docs)
+        score_docs = bm25_score_docs_held if inline else bm25_score_docs
+        scores = score_docs(t.offsets, t.doc_ids, t.values, view.norms(avgdl), p.local_terms[i],
+                            p.weights, docs)
         matched = scores > 0.0  # every BM25 match scores > 0 (idf > 0, tf > 0)
         parts.append((scores[matched], seg.docnums[docs[matched]]))
     return merge_topk(parts, depth)
@@ -270,14 +280,16 @@ def _loader(snap: Snapshot) -> Any:
     return snap.load_texts
 
 
-def run(snap: Snapshot, q: Query, prepared: Prepared | None = None) -> list[Scored]:
-    """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first."""
+def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
+        inline: bool = False) -> list[Scored]:
+    """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first. ``inline``: the
+    caller is the event loop (the BM25 kernels keep the GIL: ``_lexical``)."""
     p = prepared if prepared is not None else prepare(snap, q)
     signals: list[tuple[str, float, np.ndarray, np.ndarray]] = []
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k
     if q.terms:
-        s, d = _lexical(snap, q, p, depth)
+        s, d = _lexical(snap, q, p, depth, inline=inline)
         signals.append(("lexical", q.lexical_weight, s, d))
     if q.embedding is not None:
         s, d = _cosine(snap, q, depth)
@@ -298,12 +310,13 @@ def lexical_only(q: Query) -> bool:
     return q.embedding is None and q.ngram is None
 
 
-def run_lexical(snap: Snapshot, q: Query, p: Prepared) -> tuple[np.ndarray, list[float]]:
+def run_lexical(snap: Snapshot, q: Query, p: Prepared, *,
+                inline: bool = False) -> tuple[np.ndarray, list[float]]:
     """``run`` for a ``lexical_only`` query: (document numbers, a copy; scores), best first,
     without a ``Scored`` per hit: the same documents and scores."""
     if not q.terms:
         return np.empty(0, dtype=np.int64), []
-    s, d = _lexical(snap, q, p, q.k, _top_buffers(q.k))
+    s, d = _lexical(snap, q, p, q.k, _top_buffers(q.k), inline)
     return d.copy(), s.tolist()
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import inline, jit, jit_held
+from hmsengine.kernels.jit import held_twin, inline, jit, jit_held
 
 K1 = 1.2
 B = 0.75
@@ -349,3 +349,7 @@ def build_postings(
             else:
                 tfs[cursor[t] - 1] += 1.0
     return offsets, doc_ids, tfs, doc_lens
+
+
+#: ``bm25_score_docs`` keeping the GIL, for inline calls on the event loop (jit.held_twin).
+bm25_score_docs_held = held_twin(bm25_score_docs)

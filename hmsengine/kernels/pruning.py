@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_bound, bm25_score_docs, bm25_term
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import held_twin, jit
 from hmsengine.kernels.topk import (
     bm25_term_topk,
     ranks_before,
@@ -583,3 +583,7 @@ def _offer_segment(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
             break
         count = topk_offer(top_s, top_d, count, scores[j], g)
     top_n[0] = count
+
+
+#: ``bm25_segment_topk`` keeping the GIL, for inline calls on the event loop (jit.held_twin).
+bm25_segment_topk_held = held_twin(bm25_segment_topk)

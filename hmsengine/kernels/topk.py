@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import bm25_term
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import held_twin, jit
 
 # Annotations only: kernels receive numpy scalars as well as Python numbers.
 Score = float | np.floating[Any]
@@ -258,3 +258,7 @@ def bm25_term_topk(
             bar_d = docs[worst]
     topk_finish(scores, docs, count)
     return scores[:count], docs[:count]
+
+
+#: ``topk_finish`` keeping the GIL, for inline calls on the event loop (jit.held_twin).
+topk_finish_held = held_twin(topk_finish)

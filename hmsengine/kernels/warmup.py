@@ -116,6 +116,7 @@ def _general(between: Callable[[], None]) -> None:
         topk.reset_touched(acc, seen, touched, n)
         between()
         bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
+        bm25.bm25_score_docs_held(off, ids, vals, norms, term_ids, weights, docs)
         bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
         between()
         n = bm25.bm25_accumulate(
@@ -128,11 +129,15 @@ def _general(between: Callable[[], None]) -> None:
                 top_s = np.empty(depth, dtype=np.float64)
                 top_d = np.empty(depth, dtype=np.int64)
                 top_n = np.zeros(1, dtype=np.int64)
-                pruning.bm25_segment_topk(off, ids, vals, norms, term_ids, weights, allowed, check,
-                                          docnums, top_s, top_d, top_n, acc, seen, touched,
-                                          pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
-                topk.topk_finish(top_s, top_d, int(top_n[0]))
-                between()
+                for segment_topk, finish in ((pruning.bm25_segment_topk, topk.topk_finish),
+                                             (pruning.bm25_segment_topk_held,
+                                              topk.topk_finish_held)):
+                    top_n[0] = 0
+                    segment_topk(off, ids, vals, norms, term_ids, weights, allowed, check,
+                                 docnums, top_s, top_d, top_n, acc, seen, touched,
+                                 pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
+                    finish(top_s, top_d, int(top_n[0]))
+                    between()
 
 
 def _tokenizer(between: Callable[[], None]) -> None:

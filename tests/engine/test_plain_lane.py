@@ -14,8 +14,8 @@ from hmsengine.engine import readers
 from hmsengine.index import lane
 from hmsengine.index import search as executor
 from hmsengine.index.mergepolicy import MergePolicy
+from hmsengine.kernels import bm25, pruning, topk, warm_up
 from hmsengine.kernels import lane as lane_kernel
-from hmsengine.kernels import pruning, warm_up
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 QUERIES = ["w0 w1", "w0 w1 w2 w3", "w0", "w70 w0 w1", "w40 w41 w2", "w79 w5", "w3 w3 w60",
@@ -264,4 +264,30 @@ async def test_warm_up_compiles_what_the_lane_calls(tmp_path):
                 await engine.put_documents([{"id": "x", "text": "w0 w1"}])
             for text in QUERIES:
                 await engine.search_documents(text, k=10)
+    assert [len(kernel.signatures) for kernel in kernels] == before
+
+
+@pytest.mark.skipif(NO_JIT, reason="compiled specialisations exist only with the JIT")
+async def test_warm_up_compiles_what_the_inline_general_path_calls(tmp_path):
+    """After warm_up, inline queries of the general path (a k above the lane's, an ids filter,
+    a metadata filter) on a reopened disk store and an in-memory one run the kernels' twins that
+    keep the GIL, and compile no new specialisation of them."""
+    path = tmp_path / "store"
+    async with Engine.open(path, analyzer="simple") as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": t, "metadata": {"g": i % 3}}
+                                    for i, t in enumerate(_corpus(9, 300))])
+        await engine.delete_document("d3")
+    warm_up()
+    kernels = (pruning.bm25_segment_topk_held, topk.topk_finish_held, bm25.bm25_score_docs_held)
+    before = [len(kernel.signatures) for kernel in kernels]
+    assert all(before)
+    for where in (path, None):
+        async with Engine.open(where, analyzer="simple") as engine:
+            if where is None:
+                await engine.put_documents([{"id": f"x{i}", "text": "w0 w1", "metadata": {"g": 1}}
+                                            for i in range(40)])
+            for text in QUERIES:
+                await engine.search_documents(text, k=lane.LANE_MAX_K + 5)
+                await engine.search_documents(text, k=5, ids=["d1", "d2", "d7", "x1"])
+                await engine.search_documents(text, k=5, metadata={"g": 1})
     assert [len(kernel.signatures) for kernel in kernels] == before

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize
+from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize, topk
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
                                 reason="without the JIT the kernels are plain Python functions")
@@ -25,6 +25,20 @@ def test_the_norms_kernel_keeps_the_gil() -> None:
     """bm25._fill_norms (the length norms a new snapshot computes once per segment, inline on
     the first query's thread, ~0.4 ms at 1M documents) keeps the GIL, as the lane kernel does."""
     assert bm25._fill_norms.targetoptions["nogil"] is False
+
+
+@pytest.mark.parametrize("twin, kernel", [
+    (pruning.bm25_segment_topk_held, pruning.bm25_segment_topk),
+    (topk.topk_finish_held, topk.topk_finish),
+    (bm25.bm25_score_docs_held, bm25.bm25_score_docs),
+], ids=lambda k: k.__name__)
+def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no-untyped-def]
+    """The general path's kernels have twins for its inline calls (jit.held_twin): the same
+    Python code under a name of its own (a cache entry of its own), keeping the GIL, while
+    the originals, which worker threads run, release it."""
+    assert twin.targetoptions["nogil"] is False and kernel.targetoptions["nogil"] is True
+    assert twin.py_func.__code__ is kernel.py_func.__code__
+    assert twin.py_func.__qualname__ == kernel.py_func.__qualname__ + "__held"
 
 
 @pytest.mark.parametrize("kernel", [
