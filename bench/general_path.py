@@ -99,9 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     started = now_iso()
     load_before = load_average()
     result = trio.run(measure, args.documents)
+    states = ("alone", "busy thread")
+    rows = [[name, *(" / ".join(f"{by_state[st][p]:.0f}" for p in ("p50_us", "p90_us", "p99_us"))
+                     for st in states)] for name, by_state in result["kinds"].items()]
+    table = {"title": f"search_documents at {args.documents:,} documents, us (p50 / p90 / p99)",
+             "columns": ["kind", *states], "rows": rows}
     write_results(args.output, {"question": QUESTION, "started": started,
                                 "machine": machine_facts(), "load_before": load_before,
-                                "load_after": load_average(), **result})
+                                "load_after": load_average(), **result, "tables": [table]})
     return 0
 
 

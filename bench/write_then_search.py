@@ -97,9 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     started = now_iso()
     load_before = load_average()
     runs = [trio.run(measure, int(b), args.rounds) for b in args.bases.split(",")]
+    rows = [[f"{r['base']:,}", f"{r['settled_p50_us']:.0f}",
+             *(f"{r['bursts'][str(b)]['p50_us']:.0f} / {r['bursts'][str(b)]['p90_us']:.0f} "
+               f"({r['bursts'][str(b)]['p50_over_settled']:.1f}x; tail "
+               f"{r['bursts'][str(b)]['tail_median']:.0f})" for b in BURSTS)] for r in runs]
+    table = {"title": "search right after a write, us (p50 / p90; p50 over the settled p50; "
+                      "median tail documents the search met)",
+             "columns": ["documents", "settled p50", *(f"after a {b}-document put" for b in BURSTS)],
+             "rows": rows}
     write_results(args.output, {"question": QUESTION, "started": started,
                                 "machine": machine_facts(), "load_before": load_before,
-                                "load_after": load_average(), "runs": runs})
+                                "load_after": load_average(), "runs": runs, "tables": [table]})
     return 0
 
 

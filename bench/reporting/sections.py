@@ -361,6 +361,9 @@ def section_generic(res: Result) -> str:
         if key in res:
             walk(res[key], key, 0)
     out = [markdown_table(["figure", "value"], rows)] if rows else []
+    tables = section_tables(res)
+    if tables:
+        out.append(tables)
     out.append("\n" + aims_table(res))
     out.append("\n" + section_notes(res))
     return "\n".join(out)
