@@ -59,7 +59,7 @@ client-types: $(STAMP_TEST)
 
 # Every benchmark, each writing bench/results/<name>.json, then bench/REPORT.md (about 55-95
 # minutes on 2 cores, up to half of it bench/lexical.py, most of that its 1M-document size).
-BENCHES := ingest search lexical overhead purge memory_overhead load server quality hybrid_cost temporal portability scale replication
+BENCHES := ingest search lexical overhead write_then_search general_path purge memory_overhead load server quality hybrid_cost temporal portability scale replication
 
 bench: $(STAMP_BENCH)
 	@failed=""; for b in $(BENCHES); do echo "== bench/$$b.py"; \

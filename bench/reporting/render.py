@@ -20,8 +20,9 @@ from .results import Result, lookup, machine_line, memory_per_fact_series, wall_
 from .sections import SECTIONS, section_generic, section_memory_overhead, section_quality
 
 # The benchmarks `make bench` runs, in the report's order; any other results file comes after.
-ORDER = ("lexical", "overhead", "scale", "search", "quality", "hybrid_cost", "ingest",
-         "memory_overhead", "temporal", "purge", "load", "server", "portability")
+ORDER = ("lexical", "overhead", "write_then_search", "general_path", "scale", "search", "quality",
+         "hybrid_cost", "ingest", "memory_overhead", "temporal", "purge", "load", "server",
+         "portability")
 TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
           "overhead": "Per-query cost breakdown, recall, cold start, vectors",
           "scale": "Scale: 1k to 1M facts", "search": "Search quality and cosine speed",
@@ -30,7 +31,9 @@ TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
           "memory_overhead": "Memory API overhead and memory per fact",
           "temporal": "Temporal correctness", "purge": "Delete, purge and encryption",
           "load": "Markdown chunking and loading", "server": "HTTP server",
-          "portability": "Export, import and snapshots"}
+          "portability": "Export, import and snapshots",
+          "write_then_search": "A search right after a write",
+          "general_path": "Filtered and large-k searches, alone and beside a busy thread"}
 
 
 def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
