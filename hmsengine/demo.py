@@ -31,7 +31,7 @@ Dan works on the storage team.
 The storage team chose zstd for compression.
 """
 
-SECRET = "Bob's locker code is 4417"
+SECRET = "Bob's locker code is Q4417"
 
 
 def say(text: str = "") -> None:
@@ -116,9 +116,9 @@ async def tour(path: str) -> bool:
         left = await memory.recall("Bob locker code", k=3, history="all")
         say(f"   recall 'Bob locker code' now returns {len(left)} facts")
     # What `hms check --absent` runs: every file read, every checksum verified, and the decoded
-    # (decompressed) content searched: the texts, and words only they had ("green" and "4417"
+    # (decompressed) content searched: the texts, and words only they had ("green" and "q4417"
     # are also how the index holds them; "locker" would be found in the tombstone's id).
-    checked = check_store(path, absent=[SECRET, "green tea", "green", "4417"])
+    checked = check_store(path, absent=[SECRET, "green tea", "green", "q4417"])
     clean = checked.ok
     say(f"   hms check: {checked.files} files, {checked.bytes} bytes read and decoded, every "
         "checksum verified: "

@@ -17,7 +17,7 @@ def _check(out: str) -> None:
     assert "now:           Alice lives in Berlin [current]" in out
     assert "alice-paris:  not returned" in out and "superseded now" in out
     assert "fact:     'Dan works on the storage team'" in out
-    assert "before: \"Bob's locker code is 4417\" is in" in out
+    assert "before: \"Bob's locker code is Q4417\" is in" in out
     assert "the forgotten text was found in NONE of them" in out
     assert "Where next:" in out
 
