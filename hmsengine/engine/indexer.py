@@ -263,40 +263,28 @@ class Indexer:
         docnums = np.concatenate([np.asarray(s.docnums, dtype=np.int64) for s, _ in ordered])
         if len(docnums) > 1 and not bool(np.all(docnums[1:] > docnums[:-1])):
             return None  # overlapping segments (after damage): the careful path merges them
-        at = np.minimum(np.searchsorted(keys, docnums), len(keys) - 1)
-        keep = keys[at] == docnums
-        rows = at[keep].tolist()
-        mine = [ids[r] for r in rows]
-        kept_of = np.split(keep, np.cumsum([s.n_docs for s, _ in ordered])[:-1])
-        theirs: list[str] = []
-        for (segment, _), kept in zip(ordered, kept_of, strict=True):
-            if kept.all():
-                theirs.extend(segment.ids)
-            else:
-                theirs.extend(i for i, k in zip(segment.ids, kept.tolist(), strict=True) if k)
-        if mine != theirs:
-            return None  # a key reused by another id: cannot happen unless damaged; be careful
-        if ids is table.entries.base_ids:  # positions are the table's rows: no dict entry each
-            self.docnum_of.adopt_base(table.entries.row_map, at[keep], docnums[keep])
+        if np.array_equal(keys, docnums):  # the index holds exactly the table: the usual reopen
+            at, keep = np.arange(len(keys)), np.ones(len(keys), dtype=bool)
         else:
-            self.docnum_of.update(zip(mine, docnums[keep].tolist(), strict=True))
+            at = np.minimum(np.searchsorted(keys, docnums), len(keys) - 1)
+            keep = keys[at] == docnums
         out = []
-        next_mine = 0  # the first of ``mine`` (the kept documents, in order) not yet taken
-        for (segment, file), kept in zip(ordered, kept_of, strict=True):
-            n_kept = int(kept.sum())
-            taken = mine[next_mine:next_mine + n_kept]
-            next_mine += n_kept
-            if n_kept == segment.n_docs:
-                swapped = tuple(taken)
-                dead: list[int] = []
-            else:
-                kept_ids = iter(taken)
-                flags = kept.tolist()
-                swapped = tuple(next(kept_ids) if k else doc_id
-                                for doc_id, k in zip(segment.ids, flags, strict=True))
-                dead = [local for local, k in enumerate(flags) if not k]
-            out.append((attrs.evolve(segment, ids=swapped), file, dead))
-        return out
+        start = 0
+        for segment, file in ordered:
+            stop = start + segment.n_docs
+            taken = _kept_ids(ids, segment.ids, at[start:stop], keep[start:stop])
+            if taken is None:
+                return None  # a key reused by another id: cannot happen unless damaged; be careful
+            out.append((segment, file, taken))
+            start = stop
+        # Every check passed: only now is anything adopted (None above leaves the map empty).
+        rows, numbers = (at, docnums) if bool(keep.all()) else (at[keep], docnums[keep])
+        if ids is table.entries.base_ids:  # positions are the table's rows: no dict entry each
+            self.docnum_of.adopt_base(table.entries.row_map, rows, numbers)
+        else:
+            self.docnum_of.update(zip([ids[r] for r in rows.tolist()], numbers.tolist(), strict=True))
+        return [(attrs.evolve(segment, ids=swapped), file, dead)
+                for segment, file, (swapped, dead) in out]
 
     def _adopt(self, segment: Segment) -> list[int]:
         """Take a persisted segment's documents that the table still holds in exactly that
@@ -581,3 +569,26 @@ class Indexer:
 
     def stop(self) -> None:
         self._cancel.cancel()
+
+
+def _kept_ids(ids: Sequence[str], theirs: tuple[str, ...], at: np.ndarray, keep: np.ndarray
+              ) -> tuple[tuple[str, ...], list[int]] | None:
+    """For ``Indexer._adopt_all``, one segment: its ids with each kept document's id replaced
+    by the table's equal string (``ids[at[j]]``), and the local numbers of the documents not
+    kept; None when a kept document's id is not the table's id of that row (exact: every kept
+    id compared in full). The usual segment is kept whole over a run of consecutive table rows:
+    then the run is sliced out and compared at once, no per-document Python work."""
+    n = len(theirs)
+    if n and bool(keep.all()) and int(at[-1]) - int(at[0]) == n - 1:
+        # ``at`` rises strictly (the document numbers do, and the keys are distinct), so n rows
+        # from at[0] to at[0] + n - 1 are exactly that run.
+        first = int(at[0])
+        swapped = tuple(ids[first:first + n])
+        return (swapped, []) if swapped == theirs else None
+    flags = keep.tolist()
+    mine = [ids[r] for r in at[keep].tolist()]
+    if mine != [doc_id for doc_id, k in zip(theirs, flags, strict=True) if k]:
+        return None
+    kept_ids = iter(mine)
+    return (tuple(next(kept_ids) if k else doc_id for doc_id, k in zip(theirs, flags, strict=True)),
+            [local for local, k in enumerate(flags) if not k])

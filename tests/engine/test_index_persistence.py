@@ -8,6 +8,7 @@ import random
 import shutil
 import threading
 
+import attrs
 import pytest
 import trio
 
@@ -203,3 +204,51 @@ async def test_failed_open_leaves_no_index_reader_behind(disk_path):
     open(journal, "wb").write(whole)
     async with Engine.open(disk_path) as engine:
         assert engine.statistics().index_documents_loaded == 300
+
+
+def swap_ids_in_segment(path: str, first: str, second: str) -> None:
+    """Rewrite the persisted segment holding ``first`` and ``second`` (a valid file, checksums
+    and all) with the two ids swapped: each id now sits under the other's document number, as
+    only damage or a bug could leave it."""
+    from hmsengine.index.persist import decode_segment, encode_segment
+    from hmsengine.storage.codec import Codec
+
+    for file in sorted(f for f in os.listdir(index_dir(path)) if f.endswith(".hsi")):
+        target = os.path.join(index_dir(path), file)
+        segment = decode_segment(open(target, "rb").read(), Codec(), file, target)
+        if first in segment.ids and second in segment.ids:
+            swap = {first: second, second: first}
+            ids = tuple(swap.get(doc_id, doc_id) for doc_id in segment.ids)
+            open(target, "wb").write(encode_segment(attrs.evolve(segment, ids=ids), Codec(), file))
+            return
+    raise AssertionError("no persisted segment holds both ids")
+
+
+@pytest.mark.parametrize("stale", [False, True])
+async def test_segment_with_ids_swapped_under_their_keys_is_not_adopted(disk_path, stale):
+    """A persisted segment whose ids sit under each other's document numbers (same keys, other
+    ids) is caught by the exact id check of the whole-store adoption, kept whole or (stale: a
+    document deleted since) not: those documents are re-indexed and every answer is a full
+    rebuild's."""
+    docs = [*corpus(600), {"id": "x1", "text": "alpha onlyone"}, {"id": "x2", "text": "beta onlytwo"}]
+    async with Engine.open(disk_path) as engine:
+        await engine.put_documents(docs)
+    stale_copy = index_dir(disk_path) + ".stale"
+    if stale:
+        shutil.copytree(index_dir(disk_path), stale_copy)
+        async with Engine.open(disk_path) as engine:
+            await engine.delete_document("d7")
+        shutil.rmtree(index_dir(disk_path))
+        shutil.move(stale_copy, index_dir(disk_path))
+    async with Engine.open(disk_path) as engine:
+        before = await results(engine) + [await engine.search_documents(q, k=5)
+                                          for q in ("onlyone", "onlytwo")]
+    swap_ids_in_segment(disk_path, "x1", "x2")
+    async with Engine.open(disk_path) as engine:
+        stats = engine.statistics()
+        assert stats.index_documents_tokenized == 2  # x1 and x2, nothing else
+        assert stats.index_documents_loaded == stats.documents - 2 == len(docs) - 2 - stale
+        assert [h.id for h in await engine.search_documents("onlyone", k=5)] == ["x1"]
+        after = await results(engine) + [await engine.search_documents(q, k=5)
+                                         for q in ("onlyone", "onlytwo")]
+    assert after == before
