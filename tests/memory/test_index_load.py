@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from hmsengine import Engine, ForgetScope, Memory
-from hmsengine.engine import MetadataChunk
+from hmsengine.engine import TOMBSTONE_PREFIX, MetadataChunk
+from hmsengine.memory import index_load
 from hmsengine.memory.index import MemoryIndex
 from hmsengine.memory.index_load import blanked_rows
 
@@ -187,3 +188,60 @@ def test_load_chunks_needs_an_empty_index() -> None:
     with pytest.raises(RuntimeError, match="only when empty"):
         index.load_chunks([chunk], 4)
     assert np.array_equal(chunk.bounds, [0, 1])
+
+
+def _runs_of_every_kind() -> list[tuple[str, str | None]]:
+    """Runs of equal rows of every kind, each run as remember_many writes a batch (same stamp
+    but for each fact's own digest): simple facts, facts with a subject, entities, a window or
+    a link (each indexed through ``add``), tombstones, plain metadata, none; a kind of run
+    comes back later (its row classified once), and two runs of equal length touch."""
+    def stamped(digest: str, **extra: object) -> str:
+        stamp = _stamp(digest, ingest=extra.pop("ingest", 7), subject=extra.pop("subject", None))
+        for at, value in extra.items():
+            stamp[int(at[1:])] = value
+        return json.dumps({"_hms": stamp}, separators=(",", ":"))
+
+    kinds: list[dict[str, object] | str | None] = [
+        {}, {"subject": "s1"}, {"p5": ["e1", "e2"]}, {"p7": NOW}, {"p10": ["b0"]}, "tomb", "plain",
+        None, {"ingest": 8}, {}, {"subject": "s1"}]
+    rng = random.Random(4)
+    items: list[tuple[str, str | None]] = []
+    for run, kind in enumerate(kinds):
+        for _ in range(rng.randint(9, 40)):
+            doc_id = f"k{len(items)}"
+            digest = f"{rng.getrandbits(128):032x}"
+            if kind == "tomb":
+                meta: str | None = TOMBSTONE_PREFIX + "123}"
+            elif kind == "plain":
+                meta = json.dumps({"n": run})
+            elif kind is None:
+                meta = None
+            else:
+                assert isinstance(kind, dict)
+                meta = stamped(digest, **kind)
+            items.append((doc_id, meta))
+    return items
+
+
+def test_runs_of_equal_rows_load_as_row_by_row_does() -> None:
+    """A chunk of runs of equal rows (digests aside) is loaded a run at a time, and gives the
+    index that loading the same documents one by one gives; every row distinct, it is loaded
+    row by row, the same again."""
+    items = _runs_of_every_kind()
+    chunk = MetadataChunk.of(items)
+    blanked = np.frombuffer(index_load._blanked(chunk), dtype=np.uint8)
+    starts = index_load._run_starts(blanked, chunk.bounds)
+    assert starts is not None and len(starts) == 11  # one per run: digests are blanked
+    classic, packed = MemoryIndex(), MemoryIndex()
+    classic.load(items, 5)
+    packed.load_chunks([chunk], 5)
+    assert _view(packed) == _view(classic) and len(packed.facts) == len(items) - sum(
+        1 for _, m in items if m is not None and m.startswith(TOMBSTONE_PREFIX))
+    distinct = [(doc_id, json.dumps({"n": n, "x": "y" * (n % 3)})) for n, (doc_id, _) in enumerate(items)]
+    chunk = MetadataChunk.of(distinct)
+    assert index_load._run_starts(np.frombuffer(index_load._blanked(chunk), dtype=np.uint8),
+                                  chunk.bounds) is None
+    classic, packed = MemoryIndex(), MemoryIndex()
+    classic.load(distinct, 5)
+    packed.load_chunks([chunk], 5)
+    assert _view(packed) == _view(classic)
