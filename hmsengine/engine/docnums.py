@@ -126,3 +126,26 @@ class DocnumMap(MutableMapping[str, int]):
                 if base[row] != _ABSENT:
                     yield doc_id
         yield from list(self._over)
+
+
+def kept_ids(ids: Sequence[str], theirs: tuple[str, ...], at: np.ndarray, keep: np.ndarray
+             ) -> tuple[tuple[str, ...], list[int]] | None:
+    """For ``Indexer._adopt_all``, one persisted segment: its ids with each kept document's id
+    replaced by the table's equal string (``ids[at[j]]``), and the local numbers of the
+    documents not kept; None when a kept document's id is not the table's id of that row (exact: every kept
+    id compared in full). The usual segment is kept whole over a run of consecutive table rows:
+    then the run is sliced out and compared at once, no per-document Python work."""
+    n = len(theirs)
+    if n and bool(keep.all()) and int(at[-1]) - int(at[0]) == n - 1:
+        # ``at`` rises strictly (the document numbers do, and the keys are distinct), so n rows
+        # from at[0] to at[0] + n - 1 are exactly that run.
+        first = int(at[0])
+        swapped = tuple(ids[first:first + n])
+        return (swapped, []) if swapped == theirs else None
+    flags = keep.tolist()
+    mine = [ids[r] for r in at[keep].tolist()]
+    if mine != [doc_id for doc_id, k in zip(theirs, flags, strict=True) if k]:
+        return None
+    taken = iter(mine)
+    return (tuple(next(taken) if k else doc_id for doc_id, k in zip(theirs, flags, strict=True)),
+            [local for local, k in enumerate(flags) if not k])

@@ -30,7 +30,7 @@ from ..index.persist import PersistedIndex, read_persisted
 from ..index.segment import Segment, build_segment, merge_segments
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
 from .actor import Warming
-from .docnums import DocnumMap
+from .docnums import DocnumMap, kept_ids
 from .metaindex import MetadataIndex
 from .state import DocEntry, doc_key
 from .store import StoreCore
@@ -272,7 +272,7 @@ class Indexer:
         start = 0
         for segment, file in ordered:
             stop = start + segment.n_docs
-            taken = _kept_ids(ids, segment.ids, at[start:stop], keep[start:stop])
+            taken = kept_ids(ids, segment.ids, at[start:stop], keep[start:stop])
             if taken is None:
                 return None  # a key reused by another id: cannot happen unless damaged; be careful
             out.append((segment, file, taken))
@@ -569,26 +569,3 @@ class Indexer:
 
     def stop(self) -> None:
         self._cancel.cancel()
-
-
-def _kept_ids(ids: Sequence[str], theirs: tuple[str, ...], at: np.ndarray, keep: np.ndarray
-              ) -> tuple[tuple[str, ...], list[int]] | None:
-    """For ``Indexer._adopt_all``, one segment: its ids with each kept document's id replaced
-    by the table's equal string (``ids[at[j]]``), and the local numbers of the documents not
-    kept; None when a kept document's id is not the table's id of that row (exact: every kept
-    id compared in full). The usual segment is kept whole over a run of consecutive table rows:
-    then the run is sliced out and compared at once, no per-document Python work."""
-    n = len(theirs)
-    if n and bool(keep.all()) and int(at[-1]) - int(at[0]) == n - 1:
-        # ``at`` rises strictly (the document numbers do, and the keys are distinct), so n rows
-        # from at[0] to at[0] + n - 1 are exactly that run.
-        first = int(at[0])
-        swapped = tuple(ids[first:first + n])
-        return (swapped, []) if swapped == theirs else None
-    flags = keep.tolist()
-    mine = [ids[r] for r in at[keep].tolist()]
-    if mine != [doc_id for doc_id, k in zip(theirs, flags, strict=True) if k]:
-        return None
-    kept_ids = iter(mine)
-    return (tuple(next(kept_ids) if k else doc_id for doc_id, k in zip(theirs, flags, strict=True)),
-            [local for local, k in enumerate(flags) if not k])
