@@ -29,7 +29,9 @@ open is left byte for byte as it was, for a person (or a backup) to look at.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
+from typing import cast
 
 import attrs
 
@@ -86,13 +88,15 @@ def _scan_journal(core: StoreCore, state: _Replay,
     snapshot of this store witnesses was cut or changed after a clean close. Writes nothing."""
     journal = core.journal
     where = core.directory.describe(journal.name)
-    with map_errors("reading the journal", file=where):
-        data = journal.read_at(0, journal.size())
+    size = journal.size()
     if progress:
-        progress(f"replaying {len(data)} journal bytes")
+        progress(f"replaying {size} journal bytes")
     result = None
-    snap, witness = _matching_snapshot(core, data)
+    with map_errors("reading the journal", file=where):
+        snap, witness = _matching_snapshot(core, size)
     if snap is not None:
+        with map_errors("reading the journal", file=where):
+            data = _journal_after(core, snap.journal_end, size)
         try:
             result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                           max_version=FORMAT_VERSION, first_sequence=snap.sequence,
@@ -107,13 +111,16 @@ def _scan_journal(core: StoreCore, state: _Replay,
             state.zeroed_through = snap.zeroed_through
             if progress:
                 progress(f"table snapshot of {len(snap.ids)} documents; replaying "
-                         f"{len(data) - snap.journal_end} journal bytes after it")
+                         f"{size - snap.journal_end} journal bytes after it")
+        del data
     if result is None:
         # Damage the scan finds is named precisely (file, offset); only a journal whose frames
         # are all whole is refused for what the snapshot witnessed.
+        with map_errors("reading the journal", file=where):
+            data = journal.read_at(0, size)
         result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                       max_version=FORMAT_VERSION)
-    del data
+        del data
     if witness is not None:
         raise witness
     return result
@@ -205,10 +212,11 @@ def _repair_text(core: StoreCore, state: _Replay) -> tuple[list[tuple[str, int, 
     return moved, to_zero
 
 
-def _matching_snapshot(core: StoreCore, journal: bytes
+def _matching_snapshot(core: StoreCore, journal_size: int
                        ) -> tuple[tablesnap.TableSnapshot | None, CorruptStore | None]:
-    """(the generation's table snapshot if it is whole and describes a prefix of ``journal``,
-    the damage it witnesses if it is this store's and the journal no longer matches it)."""
+    """(the generation's table snapshot if it is whole and describes a prefix of the journal,
+    of ``journal_size`` bytes, the damage it witnesses if it is this store's and the journal no
+    longer matches it). Reads only the journal bytes its digest covers."""
     name = f"{core.generation}/{tablesnap.FILE_NAME}"
     if not core.directory.exists(name):
         return None, None
@@ -220,17 +228,33 @@ def _matching_snapshot(core: StoreCore, journal: bytes
     if snap is None or snap.store_id != core.format.store_id:
         return None, None  # damaged, of another store, or too old to say which store it is of
     where = core.directory.describe(core.journal.name)
-    if snap.journal_end > len(journal):
+    if snap.journal_end > journal_size:
         return None, CorruptStore(
-            f"journal.log is {len(journal)} bytes, but the store was closed cleanly with "
+            f"journal.log is {journal_size} bytes, but the store was closed cleanly with "
             f"{snap.journal_end} (table.snap): the journal was cut after the store was closed",
-            file=where, offset=len(journal), hint=_DAMAGE_HINT)
-    if tablesnap.journal_tail_digest(journal, snap.journal_end) != snap.tail_sha256:
+            file=where, offset=journal_size, hint=_DAMAGE_HINT)
+    first = max(0, snap.journal_end - tablesnap.TAIL_BYTES)
+    covered = core.journal.read_at(first, snap.journal_end - first)
+    if tablesnap.journal_tail_digest(covered, len(covered)) != snap.tail_sha256:
         return None, CorruptStore(
             "journal.log does not hold the bytes the store was closed cleanly with (table.snap): "
             "it was changed or replaced after the store was closed",
-            file=where, offset=max(0, snap.journal_end - tablesnap.TAIL_BYTES), hint=_DAMAGE_HINT)
+            file=where, offset=first, hint=_DAMAGE_HINT)
     return snap, None
+
+
+def _journal_after(core: StoreCore, start: int, size: int) -> bytes:
+    """The journal as ``scan(..., start=start)`` reads it: its bytes from ``start`` on, at their
+    own offsets. Before ``start`` (what a table snapshot covers: nearly all of a large store's
+    journal) lie zero pages of an anonymous map that nothing reads, so they are never copied
+    or even allocated (a million facts: 100 MB read and copied at every open, ~0.12 s)."""
+    if start == 0:
+        return core.journal.read_at(0, size)
+    tail = core.journal.read_at(start, size - start)
+    mapped = mmap.mmap(-1, start + len(tail))
+    mapped[start:] = tail
+    # An mmap reads as bytes do where scan reads (len, slices, find, struct.unpack_from).
+    return cast(bytes, mapped)
 
 
 _DAMAGE_HINT = ("nothing was changed: restore the store directory from a backup or a snapshot "

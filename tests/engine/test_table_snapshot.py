@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from hmsengine import Engine
+from hmsengine.storage.journal import JournalFile
 
 SNAP = os.path.join("gen-00000001", "table.snap")
 
@@ -145,3 +147,52 @@ async def test_a_session_that_changed_nothing_keeps_the_snapshot(tmp_path: Path)
         assert engine.statistics().table_snapshot_documents > 0  # the purge's tombstone is a row
         assert await engine.get_document("d9") is None
         assert "d9" in engine.tombstones() and engine.statistics().documents == live - 1
+
+
+def _journal_read(reads: list[tuple[int, int]]) -> tuple[int, int]:
+    """(lowest offset, bytes) of the journal reads at open, the first frame's header aside
+    (the store reads its 32 bytes to learn the journal's format)."""
+    body = [(offset, n) for offset, n in reads if (offset, n) != (0, 32)]
+    return min(offset for offset, _ in body), sum(n for _, n in body)
+
+
+async def test_reopen_reads_only_the_journal_the_snapshot_does_not_cover(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reopen from a matching table snapshot reads the journal only from the 4 KiB its digest
+    covers on, and replays the frames written after it; without a snapshot it reads it all."""
+    store = tmp_path / "s"
+    await _fill(store)
+    async with Engine.open(store) as engine:
+        for batch in range(10):  # journal bytes the snapshot covers: frames of incompressible text
+            await engine.put_documents([{"id": f"more{batch}-{i}", "text": os.urandom(300).hex()}
+                                        for i in range(20)])
+    reads: list[tuple[int, int]] = []
+    real = JournalFile.read_at
+
+    def read_at(self: JournalFile, offset: int, length: int) -> bytes:
+        out = real(self, offset, length)
+        reads.append((offset, len(out)))
+        return out
+
+    monkeypatch.setattr(JournalFile, "read_at", read_at)
+    async with Engine.open(store) as engine:
+        generation = engine._core.generation
+        journal = store / generation / "journal.log"
+        covered = engine._core.journal.size()
+        assert engine.statistics().table_snapshot_documents > 0
+        assert covered > 3 * 4096 and _journal_read(reads) == (covered - 4096, 4096)
+        await engine.put_document("tail", "written after the snapshot")
+        engine._core.dirty = False  # die without a clean close: the snapshot stays behind
+        engine._core.write_table_snapshot = lambda: None
+    size = os.path.getsize(journal)
+    reads.clear()
+    async with Engine.open(store) as engine:
+        assert _journal_read(reads) == (covered - 4096, 4096 + size - covered)  # digest, tail
+        assert (await engine.get_document("tail")).text == "written after the snapshot"
+        expected = await _state(engine)
+    (store / generation / "table.snap").unlink()
+    reads.clear()
+    whole = os.path.getsize(journal)
+    async with Engine.open(store) as engine:
+        assert engine.statistics().table_snapshot_documents == 0
+        assert (0, whole) in reads and await _state(engine) == expected  # the whole journal
