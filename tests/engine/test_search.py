@@ -214,6 +214,34 @@ async def test_filters_follow_every_change_in_every_state(disk_path, monkeypatch
         await check(engine)
 
 
+async def test_a_metadata_filter_is_resolved_once_per_snapshot(monkeypatch):
+    """The same metadata filter (keys in any order) on one snapshot is resolved once; a write
+    publishes a snapshot where it is resolved again and sees the write."""
+    from hmsengine.engine import readers
+
+    calls = []
+    real = readers._resolve_filter
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        calls.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(readers, "_resolve_filter", counted)
+    async with Engine.open(None, analyzer="simple") as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": "alpha beta", "metadata": {"g": i % 3, "h": 1}}
+                                    for i in range(300)])
+        first = await engine.search_documents("alpha", k=500, metadata={"g": 1, "h": 1})
+        again = await engine.search_documents("beta", k=500, metadata={"h": 1, "g": 1})
+        assert {h.id for h in first} == {h.id for h in again} == {f"d{i}" for i in range(1, 300, 3)}
+        assert len(calls) == 1
+        assert await engine.search_documents("alpha", metadata={"g": 7}) == []
+        assert await engine.search_documents("alpha", metadata={"g": 7}) == []
+        assert len(calls) == 2
+        await engine.put_document("new", "alpha", metadata={"g": 1, "h": 1})
+        hits = await engine.search_documents("alpha", k=500, metadata={"g": 1, "h": 1})
+        assert "new" in {h.id for h in hits} and len(calls) == 3
+
+
 async def test_embedding_fusion_and_ngram():
     """Cosine and n-gram signals are fused by weighted RRF; each hit carries both scores."""
     async with Engine.open(None) as engine:
