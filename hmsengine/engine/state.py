@@ -8,13 +8,14 @@ holds where the document's text record is, its metadata JSON and its embedding.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..storage.tablesnap import PackedText
-from .values import MetadataChunk, is_tombstone_json
+from .txn import StoredPut
+from .values import TOMBSTONE_PREFIX, MetadataChunk, is_tombstone_json
 
 # A document version's key: its place in the commit order (revision, then position in the
 # transaction; a transaction holds at most 10,000 operations). The search index uses it as the
@@ -153,6 +154,13 @@ class Entries(MutableMapping[str, DocEntry]):
         every put of the writer goes through here)."""
         with self._lock:
             return self._replace(doc_id, entry)
+
+    def replace_many(self, items: Iterable[tuple[str, DocEntry]]) -> list[DocEntry | None]:
+        """:meth:`replace` of each ``(id, entry)`` in order, under one hold of the lock (a bulk
+        put's batch); the replaced entries, None where an id was new."""
+        with self._lock:
+            replace = self._replace
+            return [replace(doc_id, entry) for doc_id, entry in items]
 
     def _replace(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         over = self._over
@@ -317,6 +325,22 @@ class DocTable:
         elif old is not None:
             self.tombstones.discard(doc_id)
         return old
+
+    def put_many(self, revision: int, puts: Sequence[StoredPut]) -> list[DocEntry | None]:
+        """Install the puts of one transaction of ``revision`` (``doc_key`` of their positions
+        in it, which holds nothing else), as :meth:`put` each: the replaced entries, in order."""
+        base = revision * KEY_STRIDE
+        olds = self.entries.replace_many([
+            (op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json, op.embedding,
+                             revision, base + position)) for position, op in enumerate(puts)])
+        tombstones = self.tombstones
+        for op, old in zip(puts, olds, strict=True):
+            meta = op.metadata_json
+            if meta is not None and meta.startswith(TOMBSTONE_PREFIX):
+                tombstones.add(op.id)
+            elif old is not None and tombstones:
+                tombstones.discard(op.id)
+        return olds
 
     def delete(self, doc_id: str) -> DocEntry | None:
         self.tombstones.discard(doc_id)

@@ -34,7 +34,7 @@ from ..storage.journal import (
     encode_frame,
 )
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
-from ..storage.segments import TextSegment, record_crc
+from ..storage.segments import TextSegment
 from .state import KEY_STRIDE, DocEntry, DocTable
 from .txn import (
     Checkpoint,
@@ -169,29 +169,28 @@ class StoreCore:
             raise
 
     def _commit(self, batch: Sequence[PlannedTxn]) -> list[list[StoredOp]]:
-        # Every put of every caller runs through this loop: names are bound locally and the
-        # counters are added once per batch.
+        # Every put of every caller runs through here: the batch's texts are encoded as records
+        # in one pass (segments.encode_records), names are bound locally and the counters are
+        # added once per batch.
         text = self.text
-        encode_at = text.encode_at
         codec, label = self.codec, self.journal_label
-        text_end = text.handle.size()
+        text_start = text.handle.size()
         journal_end = self.journal.size()
         commit_ms = self.clock() if self.clock is not None else None
-        records: list[bytes] = []
+        raws = [op.text.encode("utf-8") for txn in batch for op in txn.ops if type(op) is PutOp]
+        records, lengths, crcs = text.encode_many(raws, text_start)
+        located = iter(zip(lengths, crcs, strict=True))
+        text_end = text_start
         frames: list[bytes] = []
         stored_batch: list[list[StoredOp]] = []
         writes = 0
         for txn in batch:
             stored: list[StoredOp] = []
             for op in txn.ops:
-                if isinstance(op, PutOp):
-                    record = encode_at(op.text.encode("utf-8"), text_end)
-                    length = len(record)
-                    stored.append(StoredPut(
-                        id=op.id, text=op.text, metadata_json=op.metadata_json, embedding=op.embedding,
-                        offset=text_end, length=length, crc=record_crc(record),
-                    ))
-                    records.append(record)
+                if type(op) is PutOp:
+                    length, crc = next(located)
+                    stored.append(StoredPut(op.id, op.text, op.metadata_json, op.embedding,
+                                            text_end, length, crc))
                     text_end += length
                 else:
                     stored.append(StoredDelete(id=op.id))
@@ -205,7 +204,7 @@ class StoreCore:
             stored_batch.append(stored)
         written = 0
         if records:
-            blob = b"".join(records)  # one record: the same object, no copy
+            blob = b"".join(records)
             text.handle.append(blob)
             written = len(blob)
             self.dirty = True

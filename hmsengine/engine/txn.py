@@ -87,26 +87,49 @@ def decode_embedding(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
+# Bytes that JSON escapes inside a string (json's encoder with ensure_ascii=False escapes exactly
+# the quote, the backslash and the control characters below 0x20): a text without any of them is
+# its JSON string literal between two quotes.
+_ESCAPED = bytes(range(0x20)) + b'"\\'
+# A put as journaled when it has no metadata, embedding or key (a bulk put's every document).
+_PLAIN_PUT = '{"o":"p","id":%s,"t":%s,"off":%d,"len":%d,"crc":%d}'
+
+
+def _needs_no_escape(texts: list[str]) -> bool:
+    """True when no string of ``texts`` holds a character JSON escapes: one C pass over the
+    batch (~0.3 us a 280-character text, against ~1.4 us for encoding each literal)."""
+    joined = "".join(texts).encode("utf-8", "surrogatepass")
+    return len(joined.translate(None, _ESCAPED)) == len(joined)
+
+
 def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None,
                        commit_ms: int | None = None, origin: str | None = None) -> bytes:
     """The compact JSON payload of a transaction (or base) frame.
 
     Assembled piece by piece rather than through a dict and ``json.dumps``: the metadata is
     already compact JSON (values.check_metadata) and is spliced in as is instead of being parsed
-    and dumped again. The bytes are exactly ``json.dumps(body, ensure_ascii=False,
-    separators=(",", ":"))`` of the documented body (tests/storage/test_journal.py checks it).
+    and dumped again, and when no text of the transaction holds a character JSON escapes (one
+    check over all of them) each text is put between quotes as it is. The bytes are exactly
+    ``json.dumps(body, ensure_ascii=False, separators=(",", ":"))`` of the documented body
+    (tests/storage/test_journal.py checks it).
     """
+    texts = [op.text for op in ops if type(op) is StoredPut]
+    string = _quoted if texts and _needs_no_escape(texts) else _string
     out: list[str] = []
     for op in ops:
-        if isinstance(op, StoredPut):
-            item = f'{{"o":"p","id":{_string(op.id)},"t":{_string(op.text)}'
-            if op.metadata_json is not None:
-                item += f',"m":{op.metadata_json}'
-            if op.embedding is not None:
-                item += f',"e":"{encode_embedding(op.embedding)}"'
-            item += f',"off":{int(op.offset)},"len":{int(op.length)},"crc":{int(op.crc)}'
-            if op.key is not None:
-                item += f',"k":{int(op.key)}'
+        if type(op) is StoredPut:
+            op_id, text, meta, vector, offset, length, crc, key = op
+            if meta is None and vector is None and key is None:
+                out.append(_PLAIN_PUT % (_string(op_id), string(text), offset, length, crc))
+                continue
+            item = f'{{"o":"p","id":{_string(op_id)},"t":{string(text)}'
+            if meta is not None:
+                item += f',"m":{meta}'
+            if vector is not None:
+                item += f',"e":"{encode_embedding(vector)}"'
+            item += f',"off":{int(offset)},"len":{int(length)},"crc":{int(crc)}'
+            if key is not None:
+                item += f',"k":{int(key)}'
             out.append(item + "}")
         else:
             out.append(f'{{"o":"d","id":{_string(op.id)}}}')
@@ -118,6 +141,11 @@ def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None,
     if origin is not None:
         body += f',"origin":{_string(origin)}'
     return (body + "}").encode("utf-8")
+
+
+def _quoted(text: str) -> str:
+    """The JSON literal of a string that holds nothing JSON escapes (``_needs_no_escape``)."""
+    return '"' + text + '"'
 
 
 class DecodedTransaction(NamedTuple):

@@ -404,6 +404,21 @@ def make_tombstone(id: object, purged_at: int, *, where: str = "") -> PutOp:
 
 
 _ITEM_FIELDS = frozenset({"id", "text", "metadata", "embedding"})
+_set_put_fields = tuple(PutOp.__dict__[name].__set__ for name in ("id", "text", "metadata_json",
+                                                                   "embedding"))
+
+
+def _plain_put(id: str, text: str) -> PutOp:
+    """``PutOp(id=id, text=text, metadata_json=None, embedding=None)`` of checked values,
+    through the slots' own setters (see ``make_hit``: the frozen ``__init__`` costs ~3 times
+    as much, once per document of a bulk put)."""
+    op = _new_object(PutOp)
+    set_id, set_text, set_metadata, set_embedding = _set_put_fields
+    set_id(op, id)
+    set_text(op, text)
+    set_metadata(op, None)
+    set_embedding(op, None)
+    return op
 
 
 def make_puts(items: object, *, max_documents: int | None = None,
@@ -419,22 +434,67 @@ def make_puts(items: object, *, max_documents: int | None = None,
         raise InvalidRequest("items: must not be empty")
     if len(items) > max_documents:
         raise InvalidRequest(f"items: {len(items)} documents is over the limit of {max_documents}")
+    plain = _plain_puts(items, max_text_bytes)
+    return plain if plain is not None else _checked_puts(items, max_text_bytes)
+
+
+def _plain_puts(items: Sequence[object], max_text_bytes: int) -> list[PutOp] | None:
+    """The puts of ``items`` when every item is a dict of a string id and text only (metadata
+    and embedding absent or None) and the batch passes every check, checked a batch at a time
+    (one regular-expression scan of the ids, one ASCII test of the texts); else None, and the
+    item-by-item checks (``_checked_puts``) decide, so a refusal names the same first item with
+    the same message either way. Same puts as ``_checked_puts``, at ~1/3 of its cost."""
+    ids: list[Any] = []  # strings once the checks below pass
+    texts: list[Any] = []
+    for item in items:
+        if type(item) is not dict or "id" not in item or "text" not in item:
+            return None
+        if len(item) > 2 and (not item.keys() <= _ITEM_FIELDS or item.get("metadata") is not None
+                              or item.get("embedding") is not None):
+            return None
+        ids.append(item["id"])
+        texts.append(item["text"])
+    if set(map(type, ids)) != {str} or set(map(type, texts)) != {str} or not all(ids):
+        return None
+    joined = "".join(ids)
+    if _CONTROL.search(joined) or len(set(ids)) != len(ids):
+        return None
+    if not _sizes_within(ids, joined.isascii(), MAX_ID_BYTES):
+        return None
+    total = sum(map(len, texts))
+    if total > max_text_bytes or not _sizes_within(texts, "".join(texts).isascii(), MAX_TEXT_BYTES):
+        return None
+    return list(map(_plain_put, ids, texts))
+
+
+def _sizes_within(values: list[str], ascii: bool, limit: int) -> bool:
+    """True when every string's UTF-8 size is at most ``limit`` (False for a lone surrogate)."""
+    if ascii:
+        return max(map(len, values)) <= limit
+    try:
+        return max(len(value.encode("utf-8")) for value in values) <= limit
+    except UnicodeEncodeError:
+        return False
+
+
+def _checked_puts(items: Sequence[object], max_text_bytes: int) -> list[PutOp]:
+    """``make_puts`` item by item: the first bad item raises, named."""
     ops: list[PutOp] = []
     seen: set[str] = set()
     total = 0
     for i, item in enumerate(items):
-        where = f"items[{i}]."
         if isinstance(item, PutOp):
             op = item  # validated when it was made (make_put, put_op)
         elif isinstance(item, Document):
-            op = make_put(item.id, item.text, item.metadata, item.embedding, where=where)
+            op = make_put(item.id, item.text, item.metadata, item.embedding, where=f"items[{i}].")
         elif isinstance(item, Mapping):
             unknown = set(item) - _ITEM_FIELDS
             if unknown:
                 raise InvalidRequest(f"items[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
             if "id" not in item or "text" not in item:
                 raise InvalidRequest(f"items[{i}]: 'id' and 'text' are required")
-            op = make_put(item["id"], item["text"], item.get("metadata"), item.get("embedding"), where=where)
+            op = make_put(item["id"], item["text"], item.get("metadata"), item.get("embedding"),
+                          where=f"items[{i}].")
         else:
             raise InvalidRequest(f"items[{i}]: expected a dict or a Document, got {type(item).__name__}")
         if op.id in seen:

@@ -428,6 +428,17 @@ class WriterActor:
         for txn, ops in zip(planned, stored, strict=True):
             if txn.fixes_embedding_dim is not None:
                 table.embedding_dim = txn.fixes_embedding_dim
+            if all(type(op) is StoredPut for op in ops):  # a transaction of puts: in one pass
+                puts: list[StoredPut] = ops  # type: ignore[assignment]
+                olds = table.put_many(txn.sequence, puts)
+                dead.extend((old.offset, old.length) for old in olds if old is not None)
+                self._unsynced_bytes += sum(op.length for op in puts)
+                if not self._core.purge_pending and any(
+                        op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX)
+                        for op in puts):
+                    self._core.purge_pending = True
+                table.revision = txn.sequence
+                continue
             for position, op in enumerate(ops):
                 if isinstance(op, StoredPut):
                     old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,

@@ -81,6 +81,35 @@ def encode_record(codec: Codec, raw: bytes, *, offset: int, file_label: bytes, v
     return head + _CRC.pack(crc) + stored
 
 
+def encode_records(codec: Codec, raws: list[bytes], *, offset: int, file_label: bytes,
+                   version: int) -> tuple[list[bytes], list[int], list[int]]:
+    """Records of ``raws`` written one after another from ``offset``, as :func:`encode_record`
+    writes each: the pieces to write, in order (joined, they are the records), and each
+    record's length and crc. A bulk put's every text runs through here: a small text of a plain
+    store costs one crc32 call and no bytes built for it but its checksum."""
+    parts: list[bytes] = []
+    lengths: list[int] = []
+    crcs: list[int] = []
+    plain = codec.__class__ is Codec
+    prefixes, crc32, pack = _RAW_RECORD_PREFIXES, zlib.crc32, _CRC.pack
+    for raw in raws:
+        n = len(raw)
+        if plain and n < SMALL_PAYLOAD_BYTES:
+            head, frame_head, crc = prefixes[n]
+            crc = (crc32(raw, crc) ^ RECORD_CRC_XOR) & 0xFFFFFFFF
+            parts += (head, pack(crc), frame_head, raw)
+            n += RECORD_HEADER_SIZE + len(frame_head)
+        else:
+            record = encode_record(codec, raw, offset=offset, file_label=file_label, version=version)
+            crc = record_crc(record)
+            parts.append(record)
+            n = len(record)
+        lengths.append(n)
+        crcs.append(crc)
+        offset += n
+    return parts, lengths, crcs
+
+
 def record_crc(record: bytes) -> int:
     """The checksum stored in an encoded record (the document table keeps it to verify reads)."""
     return int(_CRC.unpack_from(record, 16)[0])
@@ -135,6 +164,11 @@ class TextSegment:
     def encode_at(self, raw: bytes, offset: int, *, compress_small: bool = False) -> bytes:
         return encode_record(self.codec, raw, offset=offset, file_label=self.file_label,
                              version=self.version, compress_small=compress_small)
+
+    def encode_many(self, raws: list[bytes], offset: int) -> tuple[list[bytes], list[int], list[int]]:
+        """:func:`encode_records` of ``raws`` written from ``offset`` in this segment."""
+        return encode_records(self.codec, raws, offset=offset, file_label=self.file_label,
+                              version=self.version)
 
     def read(self, offset: int, length: int, crc: int) -> bytes:
         """Read and decode the record at ``offset``; the bytes must carry checksum ``crc``."""

@@ -69,6 +69,21 @@ def test_transaction_payload_is_the_documented_json():
     assert encode_transaction(ops, embedding_dim=2) == expected
 
 
+@pytest.mark.parametrize("odd", [None, *map(chr, range(0x20)), '"', "\\", "\x7f", "\u2028", "é"])
+def test_plain_puts_payload_is_the_documented_json(odd):
+    """Puts without metadata are the documented JSON whether or not one text holds a
+    character JSON escapes (the batch's texts are checked once, not one by one)."""
+    texts = ["plain words", "naïve café 😀", "x" * 300, "clean" if odd is None else f"a{odd}b", ""]
+    ops = [StoredPut(id=f'id"{i}\\', text=text, metadata_json=None, embedding=None,
+                     offset=10 * i, length=20 + i, crc=2**32 - 1 - i) for i, text in enumerate(texts)]
+    ops.insert(2, StoredDelete(id="gone"))
+    body = {"ops": [{"o": "d", "id": op.id} if isinstance(op, StoredDelete) else
+                    {"o": "p", "id": op.id, "t": op.text, "off": op.offset, "len": op.length,
+                     "crc": op.crc} for op in ops], "ts": 17}
+    expected = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert encode_transaction(ops, embedding_dim=None, commit_ms=17) == expected
+
+
 async def test_open_store_has_a_zero_tail_and_a_clean_close_cuts_it(disk_path):
     """While open the journal ends in zeros; after a clean close it ends at its last frame."""
     async with Engine.open(disk_path) as engine:

@@ -1,0 +1,153 @@
+"""The bulk write path: a batch of plain documents is checked a batch at a time and encoded in
+one pass, with the same refusals, the same stored bytes and the same table as item by item."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from hmsengine import Document, Engine, InvalidRequest
+from hmsengine.engine.txn import decode_transaction
+from hmsengine.engine.values import (
+    MAX_ID_BYTES,
+    MAX_TEXT_BYTES,
+    PutOp,
+    _checked_puts,
+    _plain_puts,
+    make_put,
+    make_puts,
+)
+from hmsengine.storage.codec import PLAIN
+from hmsengine.storage.journal import scan
+from hmsengine.storage.segments import decode_record, encode_record, encode_records
+
+
+def journal_frames(root: str) -> list:
+    """The transaction frames of a closed store's live journal (its first generation)."""
+    path = os.path.join(root, "gen-00000001", "journal.log")
+    with open(path, "rb") as f:
+        data = f.read()
+    return [f for f in scan(data, codec=PLAIN, where="j", file_label=b"gen-00000001/journal.log",
+                            max_version=1).frames if f.kind == 1]
+
+
+def _plain(n: int, start: int = 0) -> list[dict[str, object]]:
+    return [{"id": f"doc-{i}", "text": f"text number {i} " * (1 + i % 5)} for i in range(start, start + n)]
+
+
+BAD_ITEMS = [
+    ("control character in the id", {"id": "a\x00b", "text": "t"}),
+    ("C1 control character in the id", {"id": "a\x85b", "text": "t"}),
+    ("empty id", {"id": "", "text": "t"}),
+    ("id not a string", {"id": 7, "text": "t"}),
+    ("ASCII id over the limit", {"id": "i" * (MAX_ID_BYTES + 1), "text": "t"}),
+    ("non-ASCII id over the limit", {"id": "é" * (MAX_ID_BYTES // 2 + 1), "text": "t"}),
+    ("lone surrogate in the id", {"id": "a\ud800", "text": "t"}),
+    ("duplicate id", {"id": "doc-3", "text": "t"}),
+    ("text not a string", {"id": "x", "text": b"bytes"}),
+    ("text None", {"id": "x", "text": None}),
+    ("ASCII text over the limit", {"id": "x", "text": "t" * (MAX_TEXT_BYTES + 1)}),
+    ("non-ASCII text over the limit", {"id": "x", "text": "é" * (MAX_TEXT_BYTES // 2 + 1)}),
+    ("lone surrogate in the text", {"id": "x", "text": "ok \udfff"}),
+    ("unknown field", {"id": "x", "text": "t", "tags": []}),
+    ("missing text", {"id": "x"}),
+    ("metadata not an object", {"id": "x", "text": "t", "metadata": [1]}),
+    ("reserved metadata key", {"id": "x", "text": "t", "metadata": {"_hms_tombstone": 1}}),
+    ("embedding with NaN", {"id": "x", "text": "t", "embedding": [1.0, float("nan")]}),
+]
+
+
+@pytest.mark.parametrize("bad", [item for _, item in BAD_ITEMS], ids=[name for name, _ in BAD_ITEMS])
+async def test_one_bad_document_in_a_bulk_batch_refuses_it_whole(store_path, bad):
+    """A batch of plain documents with one bad item in the middle is refused whole, with the
+    error (class, code, message) the item-by-item checks give, and nothing is written."""
+    items = [*_plain(20), bad, *_plain(20, start=20)]
+    with pytest.raises(InvalidRequest) as item_by_item:
+        _checked_puts(items, 64 * 1024 * 1024)
+    async with Engine.open(store_path) as engine:
+        await engine.put_document("before", "kept")
+        with pytest.raises(InvalidRequest) as refused:
+            await engine.put_documents(items)
+        assert (type(refused.value), refused.value.code, str(refused.value)) == (
+            type(item_by_item.value), item_by_item.value.code, str(item_by_item.value))
+        assert "items[20]" in str(refused.value)
+        assert engine.revision == 1 and engine.statistics().documents == 1
+        assert await engine.get_document("doc-0") is None
+
+
+def test_a_batch_over_the_text_limit_is_refused_as_before():
+    """The batch's total text is checked on the bulk path too, with the same message."""
+    items = _plain(30)
+    total = sum(len(item["text"]) for item in items)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequest, match=f"items: {total} characters of text in one batch"):
+        make_puts(items, max_text_bytes=total - 1)
+    assert len(make_puts(items, max_text_bytes=total)) == 30
+
+
+@pytest.mark.parametrize("texts", [
+    ["plain", "words"],
+    ["naïve café", "😀 emoji", "ascii"],
+    ["quote \" and backslash \\", "tab\tand newline\n", "é"],
+])
+def test_bulk_checks_give_the_same_puts_as_item_by_item(texts):
+    """Valid plain batches (ASCII or not, with characters JSON escapes) become the same puts
+    whichever way they are checked; explicit null metadata and embedding are plain too."""
+    items = [{"id": f"ïd-{i}" if i % 2 else f"id-{i}", "text": text} for i, text in enumerate(texts)]
+    items.append({"id": "nulls", "text": "t", "metadata": None, "embedding": None})
+    fast = _plain_puts(items, 64 * 1024 * 1024)
+    assert fast is not None and make_puts(items) == fast == _checked_puts(items, 64 * 1024 * 1024)
+    assert all(type(op) is PutOp and op.metadata_json is None and op.embedding is None for op in fast)
+
+
+def test_mixed_batches_take_the_item_by_item_path():
+    """Documents, prepared puts and dicts with metadata or embeddings still validate as before."""
+    items = [{"id": "a", "text": "A", "metadata": {"k": [1, "v"]}},
+             Document(id="b", text="B", embedding=[0.5, 1.0]),
+             make_put("c", "C", {"x": None}),
+             {"id": "d", "text": "D"}]
+    ops = make_puts(items)
+    assert [op.id for op in ops] == ["a", "b", "c", "d"]
+    assert ops[0].metadata_json == '{"k":[1,"v"]}' and ops[2] is items[2]
+    assert ops[1].embedding is not None and ops[1].embedding.dtype == np.float32
+
+
+def test_records_encoded_together_are_the_records_encoded_one_by_one():
+    """One pass over a batch's texts gives byte for byte the records encode_record writes at
+    each running offset, small and large (compressed) texts alike."""
+    raws = [b"", b"small", "é😀".encode(), b"x" * 1023, b"y" * 1024, b"long text " * 500]
+    parts, lengths, crcs = encode_records(PLAIN, raws, offset=100, file_label=b"t", version=1)
+    offset, expected = 100, []
+    for raw in raws:
+        record = encode_record(PLAIN, raw, offset=offset, file_label=b"t", version=1)
+        expected.append(record)
+        offset += len(record)
+    assert b"".join(parts) == b"".join(expected)
+    assert lengths == [len(r) for r in expected]
+    blob, at = b"".join(parts), 0
+    for raw, length, crc in zip(raws, lengths, crcs, strict=True):
+        assert decode_record(PLAIN, blob[at:at + length], offset=100 + at, where="t",
+                             file_label=b"t", version=1, expected_crc=crc) == raw
+        at += length
+
+
+async def test_bulk_put_journals_and_stores_every_document(disk_path):
+    """A bulk batch's frame holds each document at the offset, length and crc of its text
+    record, and every text reads back after a reopen."""
+    items = [*_plain(50), {"id": "odd", "text": 'a "quoted" \\ line\nbreak é'}]
+    async with Engine.open(disk_path) as engine:
+        results = await engine.put_documents(items)
+        assert [r.id for r in results] == [item["id"] for item in items]
+        assert all(r.created and r.revision == 1 for r in results)
+    frames = journal_frames(disk_path)
+    ops, _dim = decode_transaction(frames[0].payload, where="j", offset=0)
+    assert [(op.id, op.text) for op in ops] == [(item["id"], item["text"]) for item in items]
+    assert [op.offset for op in ops] == [0, *np.cumsum([op.length for op in ops])[:-1].tolist()]
+    async with Engine.open(disk_path) as engine:
+        docs = await engine.get_documents([item["id"] for item in items])
+        assert [d.text for d in docs] == [item["text"] for item in items]
+        assert json.loads(frames[0].payload)["ops"][0] == {
+            "o": "p", "id": "doc-0", "t": items[0]["text"], "off": 0, "len": ops[0].length,
+            "crc": ops[0].crc}
