@@ -35,7 +35,7 @@ from .metaindex import MetadataIndex
 from .state import DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
-from .values import is_tombstone_json
+from .values import TOMBSTONE_PREFIX
 
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
 FOLD_AT = 512
@@ -143,23 +143,28 @@ class Indexer:
         new_docs: list[TailDoc] = []
         died_in_tail: list[int] = []
         first_tail = tail[0].docnum if len(tail) else None
+        # Every committed document passes here: names bound locally, the key and the tombstone
+        # test inlined (doc_key, is_tombstone_json), the tail's tuples made positionally.
+        docnums = self.docnum_of
+        pop, meta_update = docnums.pop, self.metadata.update
         for sequence, ops in batch:
+            base = doc_key(sequence, 0)
             for position, op in enumerate(ops):
-                old = self.docnum_of.pop(op.id, None)
+                old = pop(op.id, None)
                 docnum = -1
                 if old is not None:
                     if first_tail is not None and old >= first_tail:
                         died_in_tail.append(old)
                     else:
                         dead_folded.append(old)
-                if isinstance(op, StoredPut) and not is_tombstone_json(op.metadata_json):
-                    docnum = key = doc_key(sequence, position)
-                    self.docnum_of[op.id] = key
-                    new_docs.append(TailDoc(docnum=key, id=op.id, text=op.text, embedding=op.embedding))
+                if type(op) is StoredPut and (op.metadata_json is None
+                                              or not op.metadata_json.startswith(TOMBSTONE_PREFIX)):
+                    docnum = key = base + position
+                    docnums[op.id] = key
+                    new_docs.append(TailDoc(key, op.id, op.text, op.embedding))
                     if first_tail is None:
                         first_tail = key
-                self.metadata.update(op.id, op.metadata_json if isinstance(op, StoredPut) else None,
-                                     docnum)
+                meta_update(op.id, op.metadata_json if type(op) is StoredPut else None, docnum)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         grown = tail.extended(new_docs) if new_docs else tail
         # The dead-in-tail set is copied only when this batch adds to it (not on every commit).

@@ -155,12 +155,11 @@ class Entries(MutableMapping[str, DocEntry]):
         with self._lock:
             return self._replace(doc_id, entry)
 
-    def replace_many(self, items: Iterable[tuple[str, DocEntry]]) -> list[DocEntry | None]:
-        """:meth:`replace` of each ``(id, entry)`` in order, under one hold of the lock (a bulk
-        put's batch); the replaced entries, None where an id was new."""
+    def replace_many(self, ids: Sequence[str], entries: Sequence[DocEntry]) -> list[DocEntry | None]:
+        """:meth:`replace` of each id by the entry at its place, in order, under one hold of
+        the lock (a bulk put's batch); the replaced entries, None where an id was new."""
         with self._lock:
-            replace = self._replace
-            return [replace(doc_id, entry) for doc_id, entry in items]
+            return list(map(self._replace, ids, entries))
 
     def _replace(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         over = self._over
@@ -330,9 +329,10 @@ class DocTable:
         """Install the puts of one transaction of ``revision`` (``doc_key`` of their positions
         in it, which holds nothing else), as :meth:`put` each: the replaced entries, in order."""
         base = revision * KEY_STRIDE
-        olds = self.entries.replace_many([
-            (op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json, op.embedding,
-                             revision, base + position)) for position, op in enumerate(puts)])
+        olds = self.entries.replace_many(
+            [op.id for op in puts],
+            [DocEntry(op.offset, op.length, op.crc, op.metadata_json, op.embedding, revision,
+                      base + position) for position, op in enumerate(puts)])
         tombstones = self.tombstones
         for op, old in zip(puts, olds, strict=True):
             meta = op.metadata_json

@@ -56,6 +56,20 @@ class PutResult:
     revision: int
 
 
+_set_result_fields = tuple(PutResult.__dict__[name].__set__ for name in ("id", "created", "revision"))
+
+
+def put_result(id: str, created: bool, revision: int) -> PutResult:
+    """``PutResult(id=..., created=..., revision=...)`` of checked values through the slots'
+    own setters, as ``make_hit`` builds a ``Hit``: the writer answers every put with one."""
+    result = object.__new__(PutResult)
+    set_id, set_created, set_revision = _set_result_fields
+    set_id(result, id)
+    set_created(result, created)
+    set_revision(result, revision)
+    return result
+
+
 @attrs.frozen(kw_only=True)
 class DeleteResult:
     """Outcome of one delete inside the engine (``delete_document`` returns ``existed``)."""

@@ -42,7 +42,7 @@ from .indexer import Indexer
 from .state import DocEntry, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
-from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult
+from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult, put_result
 
 _log = logging.getLogger("hmsengine.writer")
 
@@ -246,6 +246,7 @@ class WriterActor:
         """Check each transaction against the table and the batch's earlier transactions; also
         return the accepted operations' count and characters (for ``_commit_inline``)."""
         table = self._core.table
+        entries = table.entries
         staged: dict[str, bool] = {}
         dim = table.embedding_dim
         sequence = table.revision
@@ -266,7 +267,11 @@ class WriterActor:
             revision = sequence + 1
             try:
                 for op in request.ops:
-                    present = local.get(op.id, staged.get(op.id, op.id in table.entries))
+                    present = local.get(op.id)
+                    if present is None:  # looked up only as far as needed (every put asks)
+                        present = staged.get(op.id)
+                        if present is None:
+                            present = op.id in entries
                     if isinstance(op, PutOp):
                         if op.embedding is not None:
                             expected = dim if dim is not None else fixes
@@ -277,7 +282,7 @@ class WriterActor:
                                     f"embedding: {len(op.embedding)} dimensions, but this store's "
                                     f"embeddings have {expected}"
                                 )
-                        results.append(PutResult(id=op.id, created=not present, revision=revision))
+                        results.append(put_result(op.id, not present, revision))
                         local[op.id] = True
                         ops.append(op)
                         chars += len(op.text)
