@@ -8,7 +8,9 @@ holds where the document's text record is, its metadata JSON and its embedding.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -276,7 +278,8 @@ class Entries(MutableMapping[str, DocEntry]):
 
     def snapshot_columns(self) -> tuple[list[str], np.ndarray, list[str | None], list[np.ndarray | None]]:
         """(ids, (n, 5) int64 columns, metadata, embeddings) of every live document, for the
-        table snapshot written at close; base rows not touched since open are copied as columns."""
+        table snapshot written at close; base rows not touched since open are copied as columns,
+        the overlay's entries read a field at a time (no tuple per document)."""
         over = self._over
         base_rows = [r for r in np.flatnonzero(self._live_key >= 0).tolist()
                      if self._ids[r] not in over]  # an overlay entry may be repaired in place
@@ -284,16 +287,21 @@ class Entries(MutableMapping[str, DocEntry]):
         columns = [self._columns[base_rows].reshape(len(base_rows), 5)]
         metadata = [self._metadata[r] for r in base_rows]
         embeddings = [self._embeddings[r] for r in base_rows]
-        rest = list(over.items())
+        rest = list(over.values())
         if rest:
-            ids.extend(doc_id for doc_id, _ in rest)
-            columns.append(np.asarray([(e.offset, e.length, e.crc, e.revision, e.key)
-                                       for _, e in rest], dtype=np.int64).reshape(len(rest), 5))
-            metadata.extend(e.metadata_json for _, e in rest)
-            embeddings.extend(e.embedding for _, e in rest)
+            ids.extend(over)
+            fields = map(attrgetter("offset", "length", "crc", "revision", "key"), rest)
+            columns.append(np.fromiter(chain.from_iterable(fields), dtype=np.int64,
+                                       count=5 * len(rest)).reshape(len(rest), 5))
+            metadata.extend(map(attrgetter("metadata_json"), rest))
+            embeddings.extend(map(attrgetter("embedding"), rest))
         table = np.concatenate(columns)
-        # In key (commit) order, so the next open finds its base already in the index's order.
-        order = np.argsort(table[:, 4], kind="stable").tolist()
+        # In key (commit) order, so the next open finds its base already in the index's order
+        # (a store written since its open usually is already: its overlay in commit order).
+        keys = table[:, 4]
+        if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
+            return ids, table, metadata, embeddings
+        order = np.argsort(keys, kind="stable").tolist()
         return ([ids[r] for r in order], table[order], [metadata[r] for r in order],
                 [embeddings[r] for r in order])
 

@@ -180,6 +180,8 @@ class StoreCore:
         raws = [op.text.encode("utf-8") for txn in batch for op in txn.ops if type(op) is PutOp]
         records, lengths, crcs = text.encode_many(raws, text_start)
         located = iter(zip(lengths, crcs, strict=True))
+        # StoredPut(...) goes through the named tuple's generated __new__: ~2x tuple.__new__.
+        new_tuple = tuple.__new__
         text_end = text_start
         frames: list[bytes] = []
         stored_batch: list[list[StoredOp]] = []
@@ -189,8 +191,8 @@ class StoreCore:
             for op in txn.ops:
                 if type(op) is PutOp:
                     length, crc = next(located)
-                    stored.append(StoredPut(op.id, op.text, op.metadata_json, op.embedding,
-                                            text_end, length, crc))
+                    stored.append(new_tuple(StoredPut, (op.id, op.text, op.metadata_json,
+                                                        op.embedding, text_end, length, crc, None)))
                     text_end += length
                 else:
                     stored.append(StoredDelete(id=op.id))

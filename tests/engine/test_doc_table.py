@@ -191,3 +191,48 @@ def test_lookups_from_another_thread_never_bring_back_a_replaced_or_deleted_vers
     for doc_id, want in final.items():
         assert entries.get(doc_id) is want
     assert len(entries) == sum(e is not None for e in final.values())
+
+
+def test_snapshot_columns_are_in_commit_order() -> None:
+    """The table snapshot's rows come in key order whether or not the overlay already is (a
+    replaced id keeps its place in the dict, so a replace puts it out of order)."""
+    entries = Entries()
+    for i in range(5):
+        entries[f"d{i}"] = DocEntry(10 * i, 10, i, None if i % 2 else f'{{"i":{i}}}', None, 1, (1 << 14) + i)
+    ids, cols, meta, _ = entries.snapshot_columns()
+    assert ids == [f"d{i}" for i in range(5)] and cols[:, 4].tolist() == [(1 << 14) + i for i in range(5)]
+    assert meta == ['{"i":0}', None, '{"i":2}', None, '{"i":4}']
+    entries["d1"] = DocEntry(99, 11, 7, '{"new":1}', np.ones(2, dtype=np.float32), 2, 2 << 14)
+    ids, cols, meta, embs = entries.snapshot_columns()
+    assert ids == ["d0", "d2", "d3", "d4", "d1"]
+    assert cols[-1].tolist() == [99, 11, 7, 2, 2 << 14] and meta[-1] == '{"new":1}'
+    assert embs[-1] is not None and all(e is None for e in embs[:-1])
+
+
+def test_put_many_is_put_one_by_one() -> None:
+    """A transaction's puts installed together give the table, tombstones and replaced
+    entries that putting them one at a time gives."""
+    from hmsengine.engine.txn import StoredPut
+
+    def filled() -> DocTable:
+        table = DocTable()
+        table.entries.install(["a", "b"], np.asarray([[0, 1, 0, 1, 1 << 14], [1, 1, 0, 1, (1 << 14) + 1]],
+                                                     dtype=np.int64), [None, None], [None, None])
+        table.put("t", DocEntry(5, 5, 5, '{"_hms_tombstone":3}', None, 2, 2 << 14))
+        return table
+
+    puts = [StoredPut("a", "", '{"_hms_tombstone":9}', None, 10, 20, 1),
+            StoredPut("t", "back", None, None, 30, 20, 2),
+            StoredPut("new", "n", '{"k":1}', None, 50, 20, 3)]
+    one, many = filled(), filled()
+    olds = [one.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json, None, 3,
+                                    (3 << 14) + i)) for i, op in enumerate(puts)]
+    got = many.put_many(3, puts)
+    assert [(o.offset, o.key) if o else None for o in got] == [(o.offset, o.key) if o else None for o in olds]
+    assert many.tombstones == one.tombstones == {"a"}
+    assert {k: vars_of(many.get(k)) for k in many.entries} == {k: vars_of(one.get(k)) for k in one.entries}
+
+
+def vars_of(entry: DocEntry | None) -> tuple[object, ...]:
+    assert entry is not None
+    return (entry.offset, entry.length, entry.crc, entry.metadata_json, entry.revision, entry.key)
