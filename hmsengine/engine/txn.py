@@ -114,7 +114,7 @@ def encode_transaction(ops: list[StoredOp], *, embedding_dim: int | None,
     (tests/storage/test_journal.py checks it).
     """
     texts = [op.text for op in ops if type(op) is StoredPut]
-    string = _quoted if texts and _needs_no_escape(texts) else _string
+    string = _quoted if len(texts) > 1 and _needs_no_escape(texts) else _string
     out: list[str] = []
     for op in ops:
         if type(op) is StoredPut:

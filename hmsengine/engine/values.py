@@ -194,6 +194,10 @@ class PutOp:
     embedding: np.ndarray | None  # float32, shape (dim,)
 
 
+_set_put_fields = tuple(PutOp.__dict__[name].__set__ for name in ("id", "text", "metadata_json",
+                                                                   "embedding"))
+
+
 @attrs.frozen(kw_only=True)
 class DeleteOp:
     """A validated delete."""
@@ -375,12 +379,9 @@ def make_put(id: object, text: object, metadata: object = None, embedding: objec
              *, where: str = "") -> PutOp:
     if metadata is not None and isinstance(metadata, Mapping) and TOMBSTONE_KEY in metadata:
         raise _reserved_key(where)
-    return PutOp(
-        id=check_id(id, f"{where}id"),
-        text=check_text(text, f"{where}text"),
-        metadata_json=check_metadata(metadata, f"{where}metadata"),
-        embedding=check_embedding(embedding, f"{where}embedding"),
-    )
+    return _new_put(check_id(id, f"{where}id"), check_text(text, f"{where}text"),
+                    check_metadata(metadata, f"{where}metadata"),
+                    check_embedding(embedding, f"{where}embedding"))
 
 
 def put_op(id: str, text: str, metadata_json: str | None, embedding: np.ndarray | None, *,
@@ -397,7 +398,7 @@ def put_op(id: str, text: str, metadata_json: str | None, embedding: np.ndarray 
                 f"{where}metadata: {size} bytes of JSON is over the limit of {MAX_METADATA_BYTES}")
         if metadata_json.startswith(TOMBSTONE_PREFIX) or f'"{TOMBSTONE_KEY}":' in metadata_json:
             _refuse_tombstone_key(metadata_json, where)
-    return PutOp(id=id, text=text, metadata_json=metadata_json, embedding=embedding)
+    return _new_put(id, text, metadata_json, embedding)
 
 
 def _refuse_tombstone_key(metadata_json: str, where: str) -> None:
@@ -418,21 +419,24 @@ def make_tombstone(id: object, purged_at: int, *, where: str = "") -> PutOp:
 
 
 _ITEM_FIELDS = frozenset({"id", "text", "metadata", "embedding"})
-_set_put_fields = tuple(PutOp.__dict__[name].__set__ for name in ("id", "text", "metadata_json",
-                                                                   "embedding"))
 
 
-def _plain_put(id: str, text: str) -> PutOp:
-    """``PutOp(id=id, text=text, metadata_json=None, embedding=None)`` of checked values,
-    through the slots' own setters (see ``make_hit``: the frozen ``__init__`` costs ~3 times
-    as much, once per document of a bulk put)."""
+def _new_put(id: str, text: str, metadata_json: str | None, embedding: np.ndarray | None) -> PutOp:
+    """``PutOp(id=..., text=..., metadata_json=..., embedding=...)`` of checked values, through
+    the slots' own setters (see ``make_hit``: the frozen ``__init__`` costs ~3 times as much;
+    every put, and every document of a bulk put, makes one)."""
     op = _new_object(PutOp)
     set_id, set_text, set_metadata, set_embedding = _set_put_fields
     set_id(op, id)
     set_text(op, text)
-    set_metadata(op, None)
-    set_embedding(op, None)
+    set_metadata(op, metadata_json)
+    set_embedding(op, embedding)
     return op
+
+
+def _plain_put(id: str, text: str) -> PutOp:
+    """The put of a checked id and text, without metadata or embedding."""
+    return _new_put(id, text, None, None)
 
 
 def make_puts(items: object, *, max_documents: int | None = None,

@@ -61,6 +61,9 @@ INLINE_SYNC_MAX_S = 0.0005
 # Zeroing this many bytes of dead records runs inline on the event loop (a page-cache write of a
 # few KiB costs microseconds, less than a thread hop); more goes to a worker thread.
 INLINE_ZERO_BYTES = 256 * 1024
+# A transaction of at least this many puts (and nothing else) is installed in the table in one
+# pass; a concurrent writer's single put keeps the plain path, cheaper for one.
+BULK_APPLY_OPS = 16
 # Checkpoint (sync the text segment) once this much unsynced text has accumulated, which bounds
 # what recovery has to re-verify after a crash.
 CHECKPOINT_EVERY_BYTES = 64 * 1024 * 1024
@@ -433,7 +436,8 @@ class WriterActor:
         for txn, ops in zip(planned, stored, strict=True):
             if txn.fixes_embedding_dim is not None:
                 table.embedding_dim = txn.fixes_embedding_dim
-            if all(type(op) is StoredPut for op in ops):  # a transaction of puts: in one pass
+            if len(ops) >= BULK_APPLY_OPS and all(type(op) is StoredPut for op in ops):
+                # A bulk transaction of puts: installed in one pass (DocTable.put_many).
                 puts: list[StoredPut] = ops  # type: ignore[assignment]
                 olds = table.put_many(txn.sequence, puts)
                 dead.extend((old.offset, old.length) for old in olds if old is not None)
