@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -23,6 +24,9 @@ from hmsengine.engine.values import (
 from hmsengine.storage.codec import PLAIN
 from hmsengine.storage.journal import scan
 from hmsengine.storage.segments import decode_record, encode_record, encode_records
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from decoded import closed_views, containing, coverage, id_outside_tombstones
 
 
 def journal_frames(root: str) -> list:
@@ -151,3 +155,32 @@ async def test_bulk_put_journals_and_stores_every_document(disk_path):
         assert json.loads(frames[0].payload)["ops"][0] == {
             "o": "p", "id": "doc-0", "t": items[0]["text"], "off": 0, "len": ops[0].length,
             "crc": ops[0].crc}
+
+
+@pytest.mark.parametrize("key", [None, bytes(range(7, 39))], ids=["plain", "encrypted"])
+async def test_purge_of_a_bulk_put_document_leaves_no_trace(disk_path, key):
+    """Documents written by bulk batches (one without and one with a text JSON escapes) stay
+    separately overwritable: purging one leaves its marker in no decoded view of any file and
+    its id only as a tombstone, and its batch's other documents read back intact."""
+    clean = [*_plain(30), {"id": "victim-a", "text": "zqxmarkeralpha secret words"}, *_plain(30, 30)]
+    escaped = [*_plain(30, 60), {"id": "victim-b", "text": 'zqxmarkerbeta "quoted"\n'},
+               *_plain(30, 90)]
+    async with Engine.open(disk_path, key=key) as engine:
+        await engine.put_documents(clean)
+        await engine.put_documents(escaped)
+    needles = [b"zqxmarkeralpha", b"zqxmarkerbeta"]
+    views, report = closed_views(disk_path, key=key)
+    coverage(report)
+    assert set(containing(views, needles)) == set(needles)  # the positive control
+    async with Engine.open(disk_path, key=key) as engine:
+        assert await engine.delete_document("victim-a", purge=True)
+        assert await engine.delete_document("victim-b", purge=True)
+    views, report = closed_views(disk_path, key=key)
+    coverage(report)
+    assert containing(views, needles) == {}
+    for doc_id in ("victim-a", "victim-b"):
+        assert id_outside_tombstones(views, doc_id, disk_path, key) == []
+    async with Engine.open(disk_path, key=key) as engine:
+        others = [d for d in [*clean, *escaped] if not str(d["id"]).startswith("victim")]
+        docs = await engine.get_documents([str(d["id"]) for d in others])
+        assert [d.text if d else None for d in docs] == [d["text"] for d in others]
