@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "general_path.json")
     args = parser.parse_args(argv)
     started = now_iso()
+    clock = time.perf_counter()
     load_before = load_average()
     result = trio.run(measure, args.documents)
     states = ("alone", "busy thread")
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                      for st in states)] for name, by_state in result["kinds"].items()]
     table = {"title": f"search_documents at {args.documents:,} documents, us (p50 / p90 / p99)",
              "columns": ["kind", *states], "rows": rows}
-    write_results(args.output, {"question": QUESTION, "started": started,
+    write_results(args.output, {"question": QUESTION, "date": started,
+                                "wall_seconds": round(time.perf_counter() - clock, 1),
                                 "machine": machine_facts(), "load_before": load_before,
                                 "load_after": load_average(), **result, "tables": [table]})
     return 0

@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "write_then_search.json")
     args = parser.parse_args(argv)
     started = now_iso()
+    clock = time.perf_counter()
     load_before = load_average()
     runs = [trio.run(measure, int(b), args.rounds) for b in args.bases.split(",")]
     rows = [[f"{r['base']:,}", f"{r['settled_p50_us']:.0f}",
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                       "median tail documents the search met)",
              "columns": ["documents", "settled p50", *(f"after a {b}-document put" for b in BURSTS)],
              "rows": rows}
-    write_results(args.output, {"question": QUESTION, "started": started,
+    write_results(args.output, {"question": QUESTION, "date": started,
+                                "wall_seconds": round(time.perf_counter() - clock, 1),
                                 "machine": machine_facts(), "load_before": load_before,
                                 "load_after": load_average(), "runs": runs, "tables": [table]})
     return 0
