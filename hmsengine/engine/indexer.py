@@ -186,7 +186,8 @@ class Indexer:
         return set(self.docnum_of) if found is None else found
 
     def docnums_with_metadata(self, wanted: dict[str, object]) -> np.ndarray:
-        """``ids_with_metadata`` as the indexed documents' numbers (int64, any order)."""
+        """``ids_with_metadata`` as document numbers (int64, any order; -1 for a document the
+        search index does not hold)."""
         found = self.metadata.docnums(wanted)
         if found is None:
             return np.fromiter(self.docnum_of.values(), dtype=np.int64, count=len(self.docnum_of))

@@ -64,8 +64,8 @@ class MetadataIndex:
         return set(sets[0]).intersection(*sets[1:])
 
     def docnums(self, wanted: dict[str, object]) -> np.ndarray | None:
-        """``ids`` as the numbers of the documents the search index holds (int64, any order);
-        None for an empty ``wanted``."""
+        """``ids`` as document numbers (int64, any order; -1 for a document the search index
+        does not hold); None for an empty ``wanted``."""
         sets = self._matches(wanted)
         if not sets:
             return None
@@ -75,7 +75,7 @@ class MetadataIndex:
                                    if all(doc_id in other for other in rest)), dtype=np.int64)
         else:
             numbers = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-        return numbers[numbers >= 0]
+        return numbers
 
 
 def canonical(value: object) -> str:

@@ -22,6 +22,7 @@ from ..errors import InvalidRequest
 from ..index import lane
 from ..index import search as executor
 from ..kernels.cosine import l2_normalise
+from ..kernels.filters import live_locals, mask_of, sorted_numbers
 from ..kernels.ngram import ngram_query
 from .indexer import Indexer
 from .metaindex import canonical
@@ -148,76 +149,45 @@ def _resolve_filter(indexer: Indexer, snap: Any, ids: object, metadata: object) 
     """(allowed masks, picked candidates) per view for an ids and/or metadata filter; None
     when it matches nothing."""
     docnum_of = indexer.docnum_of
-    found = np.empty(0, dtype=np.int64)
+    found = np.empty(0, dtype=np.int64)  # document numbers; repeats and -1 (not held) allowed
     if ids is not None:
         if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, AbstractSet)):
             raise InvalidRequest("ids: expected a list of document ids")
         listed = list(ids)
         try:
-            numbers = docnum_of.get_many(listed)
+            found = docnum_of.get_many(listed)
         except TypeError:  # an unhashable value: named below
-            numbers = np.full(len(listed), -1, dtype=np.int64)
-        for n in np.flatnonzero(numbers < 0).tolist():
+            found = np.full(len(listed), -1, dtype=np.int64)
+        for n in np.flatnonzero(found < 0).tolist():
             doc_id = listed[n]
             if isinstance(doc_id, str) and doc_id in docnum_of:
-                numbers[n] = docnum_of[doc_id]  # only after an unhashable value
+                found[n] = docnum_of[doc_id]  # only after an unhashable value
             elif not isinstance(doc_id, str) or not doc_id or len(doc_id) > 128 or \
                     _UNSAFE.search(doc_id):
                 # A stored id is valid by construction: only the others are checked.
                 check_id(doc_id, f"ids[{n}]")
-        found = numbers[numbers >= 0]
     if metadata is not None:
         if not isinstance(metadata, Mapping):
             raise InvalidRequest("metadata: expected a JSON object of key: value to match")
         check_metadata(metadata)
         numbers = indexer.docnums_with_metadata(dict(metadata))
-        found = numbers if ids is None else found[np.isin(found, numbers)]
-    if not len(found):
+        found = numbers if ids is None else found[np.isin(found, numbers) & (found >= 0)]
+    # The rest in GIL-keeping kernels (kernels/filters.py): numpy gives the GIL away in each
+    # call over ~500 elements, and beside a busy thread each such call waited up to 5 ms.
+    wanted = sorted_numbers(found)
+    if not wanted.size:
         return None
-    per_view = _locate(snap, _sorted_unique(found))
+    per_view: dict[int, np.ndarray] = {}
+    for v, view in enumerate(snap.views):
+        local = live_locals(wanted, view.segment.docnums, view.live)
+        if local.size:
+            per_view[v] = local
     if not per_view:
         return None
-    if len(found) <= executor.SMALL_CANDIDATES:
+    if wanted.size <= executor.SMALL_CANDIDATES:
         return None, per_view
-    allowed = {}
-    for v, ls in per_view.items():
-        mask = np.zeros(snap.views[v].segment.n_docs, dtype=np.uint8)
-        mask[ls] = 1
-        allowed[v] = mask
-    return allowed, None
-
-
-def _locate(snap: Any, docnums: np.ndarray) -> dict[int, np.ndarray]:
-    """Live local numbers per view of sorted document numbers (vectorised: a filter of
-    thousands of ids must not cost thousands of Python-level lookups)."""
     views = snap.views
-    firsts = np.asarray([v.segment.first for v in views], dtype=np.int64)
-    which = np.searchsorted(firsts, docnums, side="right") - 1
-    out: dict[int, np.ndarray] = {}
-    # ``which`` is ascending: each view's documents are one run of it.
-    bounds = np.searchsorted(which, np.arange(len(views) + 1), side="left")
-    for v in range(len(views)):
-        wanted = docnums[bounds[v]:bounds[v + 1]]
-        if not wanted.size:
-            continue
-        seg = views[v].segment
-        local = np.searchsorted(seg.docnums, wanted)
-        inside = local < seg.n_docs
-        local, wanted = local[inside], wanted[inside]
-        local = local[seg.docnums[local] == wanted]
-        local = local[views[v].live[local] != 0]
-        if local.size:
-            out[v] = local.astype(np.int32)
-    return out
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` of int64 values by a sort (numpy's hash-based unique took ~0.6 ms for
-    12k document numbers, ~4x the sort)."""
-    ordered = np.sort(values)
-    if ordered.size > 1:
-        ordered = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-    return ordered
+    return {v: mask_of(ls, views[v].segment.n_docs) for v, ls in per_view.items()}, None
 
 
 async def _ranked(indexer: Indexer, snap: Any, q: executor.Query,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, lane, ngram, pruning, tokenize, topk
 
 
 def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -171,5 +171,14 @@ def _ngrams(between: Callable[[], None]) -> None:
 
 # The query path first (the plain lane, then the general one), then the write path's tokenizer
 # and postings, then vectors and n-grams.
+def _filters(between: Callable[[], None]) -> None:
+    wanted = filters.sorted_numbers(np.array([2, -1, 0, 2], dtype=np.int64))
+    live = np.ones(_N_DOCS, dtype=np.uint8)
+    docnums = np.arange(_N_DOCS, dtype=np.int64)
+    for numbers in (docnums, _readonly(docnums)[0]):  # persisted segments' are read-only
+        filters.mask_of(filters.live_locals(wanted, numbers, live), _N_DOCS)
+    between()
+
+
 _STEPS: tuple[Callable[[Callable[[], None]], None], ...] = (
-    _lane, _general, _tokenizer, _vectors, _ngrams)
+    _lane, _general, _filters, _tokenizer, _vectors, _ngrams)

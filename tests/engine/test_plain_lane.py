@@ -14,7 +14,7 @@ from hmsengine.engine import readers
 from hmsengine.index import lane
 from hmsengine.index import search as executor
 from hmsengine.index.mergepolicy import MergePolicy
-from hmsengine.kernels import bm25, pruning, topk, warm_up
+from hmsengine.kernels import bm25, filters, pruning, topk, warm_up
 from hmsengine.kernels import lane as lane_kernel
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
@@ -278,7 +278,8 @@ async def test_warm_up_compiles_what_the_inline_general_path_calls(tmp_path):
                                     for i, t in enumerate(_corpus(9, 300))])
         await engine.delete_document("d3")
     warm_up()
-    kernels = (pruning.bm25_segment_topk_held, topk.topk_finish_held, bm25.bm25_score_docs_held)
+    kernels = (pruning.bm25_segment_topk_held, topk.topk_finish_held, bm25.bm25_score_docs_held,
+               filters.sorted_numbers, filters.live_locals, filters.mask_of)
     before = [len(kernel.signatures) for kernel in kernels]
     assert all(before)
     for where in (path, None):

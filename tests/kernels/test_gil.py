@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hmsengine.kernels import bm25, cosine, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, lane, ngram, pruning, tokenize, topk
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
                                 reason="without the JIT the kernels are plain Python functions")
@@ -19,6 +19,14 @@ def test_the_lane_kernel_keeps_the_gil() -> None:
     waits up to a switch interval (5 ms) to get it back (jit.jit_held: q/s halved and a p99
     of 9 ms beside one busy Python thread, measured)."""
     assert lane.bm25_lane_topk.targetoptions["nogil"] is False
+
+
+@pytest.mark.parametrize("kernel", [filters.sorted_numbers, filters.live_locals, filters.mask_of],
+                         ids=lambda k: k.__name__)
+def test_the_filter_kernels_keep_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
+    """A filter's numbers are located inline on the event loop, in kernels that keep the GIL
+    (numpy gave it away in each of a dozen calls: ~64 ms beside a busy thread)."""
+    assert kernel.targetoptions["nogil"] is False
 
 
 def test_the_norms_kernel_keeps_the_gil() -> None:
