@@ -21,7 +21,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,22 @@ def make_texts(count: int, *, seed: int, min_chars: int = 100, max_chars: int = 
             text = text[:max_chars].rsplit(" ", 1)[0].rstrip(",") + "."
         texts.append(text)
     return texts
+
+
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of ``values`` by nearest rank: a value that was measured."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def write_timed(path: Path, question: str, run: Callable[[], dict[str, Any]]) -> Path:
+    """Run ``run()`` and write its results to ``path`` with the question, the start time
+    (``date``), the wall seconds, the machine and the load average before and after."""
+    started = now_iso()
+    clock = time.perf_counter()
+    load_before = load_average()
+    payload = run()
+    return write_results(path, {"question": question, "date": started,
+                                "wall_seconds": round(time.perf_counter() - clock, 1),
+                                "machine": machine_facts(), "load_before": load_before,
+                                "load_after": load_average(), **payload})

@@ -33,17 +33,12 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS_DIR, load_average, machine_facts, now_iso, write_results
+from _common import RESULTS_DIR, nearest_rank, write_timed
 from lexical import DEFAULTS, SEED, Corpus, _settle
 
 from hmsengine import Engine
 
 QUESTION = "What the general query path costs (filters, k=50), alone and beside a busy thread"
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def measure(n: int) -> dict[str, Any]:
@@ -86,7 +81,7 @@ async def measure(n: int) -> dict[str, Any]:
                     t = time.perf_counter()
                     await engine.search_documents(q, **options)
                     lat.append(time.perf_counter() - t)
-                row = {f"p{int(p * 100)}_us": _pct(lat, p) * 1e6 for p in (0.5, 0.9, 0.99)}
+                row = {f"p{int(p * 100)}_us": nearest_rank(lat, p) * 1e6 for p in (0.5, 0.9, 0.99)}
                 out["kinds"].setdefault(name, {})[state] = row
                 print(f"{state:>11} {name:>29}: p50 {row['p50_us']:8.1f} us  p90 "
                       f"{row['p90_us']:8.1f} us  p99 {row['p99_us']:8.1f} us",
@@ -102,20 +97,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=50_000)
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "general_path.json")
     args = parser.parse_args(argv)
-    started = now_iso()
-    clock = time.perf_counter()
-    load_before = load_average()
-    result = trio.run(measure, args.documents)
+
+    def run() -> dict[str, Any]:
+        result = trio.run(measure, args.documents)
+        return {**result, "tables": [_table(result, args.documents)]}
+
+    write_timed(args.output, QUESTION, run)
+    return 0
+
+
+def _table(result: dict[str, Any], documents: int) -> dict[str, Any]:
     states = ("alone", "busy thread")
     rows = [[name, *(" / ".join(f"{by_state[st][p]:.0f}" for p in ("p50_us", "p90_us", "p99_us"))
                      for st in states)] for name, by_state in result["kinds"].items()]
-    table = {"title": f"search_documents at {args.documents:,} documents, us (p50 / p90 / p99)",
-             "columns": ["kind", *states], "rows": rows}
-    write_results(args.output, {"question": QUESTION, "date": started,
-                                "wall_seconds": round(time.perf_counter() - clock, 1),
-                                "machine": machine_facts(), "load_before": load_before,
-                                "load_after": load_average(), **result, "tables": [table]})
-    return 0
+    return {"title": f"search_documents at {documents:,} documents, us (p50 / p90 / p99)",
+            "columns": ["kind", *states], "rows": rows}
 
 
 if __name__ == "__main__":

@@ -31,18 +31,13 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS_DIR, load_average, machine_facts, now_iso, write_results
+from _common import RESULTS_DIR, nearest_rank, write_timed
 from lexical import DEFAULTS, SEED, Corpus, _settle
 
 from hmsengine import Engine
 
 QUESTION = "What a search costs right after a write (remember, then recall)"
 BURSTS = (1, 10)
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def measure(base: int, rounds: int) -> dict[str, Any]:
@@ -76,7 +71,7 @@ async def measure(base: int, rounds: int) -> dict[str, Any]:
                 t = time.perf_counter()
                 await engine.search_documents(q, k=10)
                 lat.append(time.perf_counter() - t)
-            p50, p90 = _pct(lat, 0.5) * 1e6, _pct(lat, 0.9) * 1e6
+            p50, p90 = nearest_rank(lat, 0.5) * 1e6, nearest_rank(lat, 0.9) * 1e6
             out["bursts"][str(burst)] = {
                 "p50_us": p50, "p90_us": p90, "max_us": max(lat) * 1e6,
                 "p50_over_settled": p50 / settled, "tail_median": statistics.median(tails),
@@ -94,23 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "write_then_search.json")
     args = parser.parse_args(argv)
-    started = now_iso()
-    clock = time.perf_counter()
-    load_before = load_average()
-    runs = [trio.run(measure, int(b), args.rounds) for b in args.bases.split(",")]
+
+    def run() -> dict[str, Any]:
+        runs = [trio.run(measure, int(b), args.rounds) for b in args.bases.split(",")]
+        return {"runs": runs, "tables": [_table(runs)]}
+
+    write_timed(args.output, QUESTION, run)
+    return 0
+
+
+def _table(runs: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [[f"{r['base']:,}", f"{r['settled_p50_us']:.0f}",
              *(f"{r['bursts'][str(b)]['p50_us']:.0f} / {r['bursts'][str(b)]['p90_us']:.0f} "
                f"({r['bursts'][str(b)]['p50_over_settled']:.1f}x; tail "
                f"{r['bursts'][str(b)]['tail_median']:.0f})" for b in BURSTS)] for r in runs]
-    table = {"title": "search right after a write, us (p50 / p90; p50 over the settled p50; "
-                      "median tail documents the search met)",
-             "columns": ["documents", "settled p50", *(f"after a {b}-document put" for b in BURSTS)],
-             "rows": rows}
-    write_results(args.output, {"question": QUESTION, "date": started,
-                                "wall_seconds": round(time.perf_counter() - clock, 1),
-                                "machine": machine_facts(), "load_before": load_before,
-                                "load_after": load_average(), "runs": runs, "tables": [table]})
-    return 0
+    return {"title": "search right after a write, us (p50 / p90; p50 over the settled p50; "
+                     "median tail documents the search met)",
+            "columns": ["documents", "settled p50", *(f"after a {b}-document put" for b in BURSTS)],
+            "rows": rows}
 
 
 if __name__ == "__main__":
