@@ -29,9 +29,7 @@ open is left byte for byte as it was, for a person (or a backup) to look at.
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Callable
-from typing import cast
 
 import attrs
 
@@ -96,7 +94,7 @@ def _scan_journal(core: StoreCore, state: _Replay,
         snap, witness = _matching_snapshot(core, size)
     if snap is not None:
         with map_errors("reading the journal", file=where):
-            data = _journal_after(core, snap.journal_end, size)
+            data = journal.read_at(0, size)
         try:
             result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                           max_version=FORMAT_VERSION, first_sequence=snap.sequence,
@@ -241,20 +239,6 @@ def _matching_snapshot(core: StoreCore, journal_size: int
             "it was changed or replaced after the store was closed",
             file=where, offset=first, hint=_DAMAGE_HINT)
     return snap, None
-
-
-def _journal_after(core: StoreCore, start: int, size: int) -> bytes:
-    """The journal as ``scan(..., start=start)`` reads it: its bytes from ``start`` on, at their
-    own offsets. Before ``start`` (what a table snapshot covers: nearly all of a large store's
-    journal) lie zero pages of an anonymous map that nothing reads, so they are never copied
-    or even allocated (a million facts: 100 MB read and copied at every open, ~0.12 s)."""
-    if start == 0:
-        return core.journal.read_at(0, size)
-    tail = core.journal.read_at(start, size - start)
-    mapped = mmap.mmap(-1, start + len(tail))
-    mapped[start:] = tail
-    # An mmap reads as bytes do where scan reads (len, slices, find, struct.unpack_from).
-    return cast(bytes, mapped)
 
 
 _DAMAGE_HINT = ("nothing was changed: restore the store directory from a backup or a snapshot "
