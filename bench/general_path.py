@@ -77,7 +77,7 @@ async def measure(n: int) -> dict[str, Any]:
                 fresh = name.endswith("first on a snapshot")
                 for q in queries:
                     if fresh:
-                        engine._indexer.snapshot.memo("metadata filters").clear()
+                        engine._indexer.snapshot.memo("filters").clear()
                     t = time.perf_counter()
                     await engine.search_documents(q, **options)
                     lat.append(time.perf_counter() - t)

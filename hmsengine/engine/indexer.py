@@ -78,7 +78,6 @@ class Indexer:
         # id -> document number of every document the index holds (engine/docnums.py).
         self.docnum_of = DocnumMap()
         # Resolved search filters of frozenset ids, per snapshot (engine/readers.py).
-        self.filter_cache: dict[int, Any] = {}
         self._wake = trio.Event()
         self.metadata = MetadataIndex(self._metadata_source)  # the filters' index
         self._cancel = trio.CancelScope()

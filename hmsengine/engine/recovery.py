@@ -92,9 +92,8 @@ def _scan_journal(core: StoreCore, state: _Replay,
     result = None
     with map_errors("reading the journal", file=where):
         snap, witness = _matching_snapshot(core, size)
+        data = journal.read_at(0, size)
     if snap is not None:
-        with map_errors("reading the journal", file=where):
-            data = journal.read_at(0, size)
         try:
             result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                           max_version=FORMAT_VERSION, first_sequence=snap.sequence,
@@ -110,15 +109,12 @@ def _scan_journal(core: StoreCore, state: _Replay,
             if progress:
                 progress(f"table snapshot of {len(snap.ids)} documents; replaying "
                          f"{size - snap.journal_end} journal bytes after it")
-        del data
     if result is None:
         # Damage the scan finds is named precisely (file, offset); only a journal whose frames
         # are all whole is refused for what the snapshot witnessed.
-        with map_errors("reading the journal", file=where):
-            data = journal.read_at(0, size)
         result = scan(data, codec=core.codec, where=where, file_label=core.journal_label,
                       max_version=FORMAT_VERSION)
-        del data
+    del data
     if witness is not None:
         raise witness
     return result

@@ -48,12 +48,13 @@ async def test_a_filter_asked_again_survives_a_stream_of_one_off_filters() -> No
         await engine.put_documents([{"id": f"d{i}", "text": f"otter word{i}"} for i in range(300)])
         hot = frozenset(f"d{i}" for i in range(0, 300, 2))
         want = await engine.search_documents("otter", k=5, ids=hot)
-        cache = engine._indexer.filter_cache
-        resolved = cache[id(hot)][2]
+        cache = engine._indexer.snapshot.memo("filters")
+        resolved = cache["ids", id(hot)][1]
         for n in range(3 * readers.FILTER_CACHE_SIZE):
             await engine.search_documents("otter", k=3, ids=frozenset({f"d{n % 300}", "d1"}))
             if n % 8 == 0:
                 assert await engine.search_documents("otter", k=5, ids=hot) == want
+        cache = engine._indexer.snapshot.memo("filters")  # the current snapshot's
         assert len(cache) <= readers.FILTER_CACHE_SIZE
         # Resolved once and never evicted (first-in-first-out would have dropped it by now).
-        assert cache[id(hot)][0] is hot and cache[id(hot)][2] is resolved
+        assert cache["ids", id(hot)][0] is hot and cache["ids", id(hot)][1] is resolved
