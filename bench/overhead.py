@@ -86,7 +86,8 @@ from hmsengine.kernels.topk import topk_finish
 try:  # the plain-BM25 lane (absent from engines before it, which this script also times)
     from hmsengine.index import lane
     from hmsengine.kernels.lane import bm25_lane_topk
-except ImportError:  # pragma: no cover - an older engine on PYTHONPATH
+    lane.lane_plan  # noqa: B018 - the one-call lane (an older engine has a call per view)
+except (ImportError, AttributeError):  # pragma: no cover - an older engine on PYTHONPATH
     lane = None
 
 QUESTION = ("Per-query cost of search_documents stage by stage down to the kernel; recall, "
@@ -210,9 +211,10 @@ def _staged(engine: Engine, snap: Any, text: str, opts: dict[str, Any],
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7], hits
 
 
-def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[list[tuple[Any, ...]], Any]:
-    """``lane.plain_top``'s kernel arguments for analyzed ``terms``, view by view, and the same
-    with no terms (for numba's dispatch cost alone)."""
+def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``lane.plain_top``'s kernel arguments for analyzed ``terms`` (one call over every view,
+    through the snapshot's lane table), and the same with no terms (for numba's dispatch cost
+    alone)."""
     memo = snap.memo("terms")
     pairs = sorted(Counter(terms).items())
     infos = lane.term_infos(snap, memo, [t for t, _ in pairs])
@@ -222,24 +224,18 @@ def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[list[tuple[Any, ...]
     matrix = np.array(rows, dtype=np.int32).reshape(len(rows), len(snap.views))
     none = np.empty((0, len(snap.views)), dtype=np.int32)
     top = (np.empty(K, dtype=np.float64), np.empty(K, dtype=np.int64), np.empty(K, dtype=np.int64))
-    scratch = lane.scratch(lane.largest(snap))
-    args, empty = [], []
-    for i, offsets, doc_ids, tfs, norms, live, check, docnums in lane.kernel_views(snap):
-        head = (offsets, doc_ids, tfs, norms, live, check, docnums)
-        args.append((*head, matrix, i, weights, *top))
-        empty.append((*head, none, i, _NO_WEIGHTS, *top))
-    return [(a, scratch) for a in args], [(a, scratch) for a in empty]
+    table, most, _ = lane.lane_plan(snap)
+    scratch = lane.scratch(most)
+    return (table, matrix, weights, *top, *scratch), (table, none, _NO_WEIGHTS, *top, *scratch)
 
 
-def _lane_kernel(args: list[tuple[tuple[Any, ...], Any]]) -> int:
-    count = 0
-    for a, scratch in args:
-        count = bm25_lane_topk(*a, count, *scratch)
+def _lane_kernel(args: tuple[Any, ...]) -> int:
+    count: int = bm25_lane_topk(*args)
     return count
 
 
 LANE_PARTS = ("lane.plain_top alone (analyzed terms given)",
-              "lane kernel calls alone (bm25_lane_topk per view, arguments made beforehand)",
+              "lane kernel call alone (bm25_lane_topk over every view, arguments made beforehand)",
               "lane numba dispatch alone (the same calls with no terms)")
 
 

@@ -2,14 +2,15 @@
 
 Most queries are a few terms with no filter, no vector and a small k. ``plain_top`` answers them
 over the same kernels as ``search.run``, with nothing per query but the analysis, a memo lookup
-per term, two small arrays and one kernel call per segment (``kernels.lane.bm25_lane_topk``):
+per term, two small arrays and one kernel call for all segments (``kernels.lane.bm25_lane_topk``):
 no query or plan values, no per-segment arrays, and ids read straight from the segment that
 holds each hit. The same documents and scores as ``search.run``, bit for bit.
 
 Per snapshot (``Snapshot.memo``), for this lane and for ``search.prepare``: each query term's
 local id per view, postings and idf (``term_infos``, a memo that drops its oldest terms when full);
-the kernel's arrays per view, largest segment first (``kernel_views``); the ids per view.
-Scratch arrays and top-k buffers are per thread.
+the kernel's arrays per view, largest segment first (``kernel_views``), and the lane kernel's
+table of their addresses (``lane_plan``, which keeps those arrays alive with it); the ids per
+view. Scratch arrays and top-k buffers are per thread.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels.bm25 import bm25_idf, new_scratch
-from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk
+from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk, lane_row, new_table
 from ..kernels.topk import INSERTION_MAX
 from .snapshot import Snapshot
 
@@ -140,6 +141,25 @@ def largest(snap: Snapshot) -> int:
     return found
 
 
+LanePlan = tuple[np.ndarray, int, list[KernelView]]
+
+
+def lane_plan(snap: Snapshot) -> LanePlan:
+    """(the lane kernel's table, the most documents a view has, the kernel views the table
+    points into), made once per snapshot. The table holds the addresses of the views' arrays
+    (``kernels/lane.py``): the plan keeps those arrays alive with it, and the snapshot's memo
+    keeps the plan as long as the snapshot lives."""
+    kernel = snap.memo("kernel")
+    found: LanePlan | None = kernel.get("plan")
+    if found is None:
+        views = kernel_views(snap)
+        table = new_table(len(views))
+        for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums) in enumerate(views):
+            lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums)
+        found = kernel["plan"] = (table, largest(snap), views)
+    return found
+
+
 def _ids_by_view(snap: Snapshot) -> list[tuple[str, ...]]:
     kernel = snap.memo("kernel")
     found: list[tuple[str, ...]] | None = kernel.get("ids")
@@ -184,19 +204,16 @@ def plain_top(snap: Snapshot, terms: list[str], k: int,
         rows.append(info[0])
         weights.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
         postings.append(info[1])
-    views = kernel_views(snap)
+    table, most, views = lane_plan(snap)
     # The estimate is at most the total: the sort in lexical_work only for a large query.
     if sum(postings) > inline_work and \
             lexical_work(postings, weights, k * len(views)) > inline_work:
         return None
     matrix = np.array(rows, dtype=np.int32)
     w = np.array(weights, dtype=np.float64)
-    acc, seen, touched = scratch(largest(snap))
+    acc, seen, touched = scratch(most)
     top_s, top_d, top_w = _top(k)
-    count = 0
-    for i, offsets, doc_ids, tfs, norms, live, check, docnums in views:
-        count = bm25_lane_topk(offsets, doc_ids, tfs, norms, live, check, docnums, matrix, i, w,
-                               top_s, top_d, top_w, count, acc, seen, touched)
+    count = bm25_lane_topk(table, matrix, w, top_s, top_d, top_w, acc, seen, touched)
     if len(views) == 1:
         # Every hit is in view 0, so where it is is its local number: one fancy index of the
         # segment's id array (~0.4 us for ten, against ~1.6 us for the loop below).

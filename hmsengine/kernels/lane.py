@@ -1,12 +1,16 @@
-"""The plain-BM25 lane's kernel: one segment's best into a query's running top k, located.
+"""The plain-BM25 lane's kernel: every segment's best into a query's top k, located, in one call.
 
 ``bm25_lane_topk`` is ``pruning.bm25_segment_topk`` for the engine's common query (terms only,
-no filter, top k of at most ``topk.INSERTION_MAX``), with what makes its call from Python
-cheap: the query's local term ids of every segment come as one matrix (a column per segment,
-made once per query instead of an array per segment), the paths' thresholds are the module's
-constants instead of arguments, the running count is an argument and the return value instead
-of a one-element array, and each kept document carries where it lives (segment column, local
-number) so that its id is read straight from the segment, without a search by document number.
+no filter, top k of at most ``topk.INSERTION_MAX``) over all segments of a snapshot at once,
+with what makes its call from Python cheap:
+
+* the segments come as one table of addresses (``kernels/address.py``), a row per segment
+  (``lane_row``), made once per snapshot: a call costs one dispatch of nine arguments, not one
+  of seventeen per segment (~1.3 us each, most of what a small segment costs);
+* the query's local term ids of every segment come as one matrix (a column per segment);
+* the paths' thresholds are the module's constants instead of arguments;
+* each kept document carries where it lives (segment column, local number), so that its id is
+  read straight from the segment, without a search by document number.
 
 Results are ``bm25_segment_topk``'s, bit for bit: the same ``segment_best`` per segment, offered
 in the same order (score descending, then global document number ascending).
@@ -17,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from hmsengine.kernels.address import address_of, array_at
 from hmsengine.kernels.jit import jit, jit_held
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, segment_best
 from hmsengine.kernels.topk import ranks_before, topk_offer
@@ -24,6 +29,66 @@ from hmsengine.kernels.topk import ranks_before, topk_offer
 #: ``where`` packs a document's segment column above these bits and its local number below.
 LOCAL_BITS = 32
 LOCAL_MASK = (1 << LOCAL_BITS) - 1
+
+# A lane table row (int64): the segment's column in the term matrix, its document count, whether
+# any document is dead (``allowed`` read), then the addresses (and lengths) of its arrays.
+COLUMN, N_DOCS, CHECK, OFFSETS, N_OFFSETS, DOC_IDS, N_POSTINGS, TFS, NORMS, ALLOWED, DOCNUMS = \
+    range(11)
+ROW_WIDTH = 11
+
+
+def new_table(n_views: int) -> npt.NDArray[np.int64]:
+    """An empty lane table for ``n_views`` segments (rows filled by ``lane_row``)."""
+    return np.zeros((n_views, ROW_WIDTH), dtype=np.int64)
+
+
+# The dtypes ``bm25_lane_topk`` reads each array as: ``lane_row`` refuses anything else, since
+# a wrong dtype or a strided array behind an address would be read as garbage.
+_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.float64),
+           np.dtype(np.uint8), np.dtype(np.int64))
+
+
+def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed: bool,
+             offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+             tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+             allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
+    """Describe one segment in ``table[row]``: its postings (``offsets``/``doc_ids``/``tfs``),
+    ``norms``, ``allowed`` (read only when ``check_allowed``), ``docnums`` (local to global,
+    ascending) as for ``bm25_segment_topk``, and ``column``, its column in the term matrix.
+
+    The table then holds these arrays' addresses: the caller keeps them alive while it uses
+    the table. Raises ValueError for an array that is not C-contiguous or not of the kernel's
+    dtype, or for lengths that do not fit together."""
+    arrays = (offsets, doc_ids, tfs, norms, allowed, docnums)
+    for array, dtype in zip(arrays, _DTYPES, strict=True):
+        if array.dtype != dtype or array.ndim != 1 or not array.flags.c_contiguous:
+            raise ValueError(f"a lane table needs C-contiguous 1-d {dtype} arrays, got "
+                             f"{array.dtype} of shape {array.shape}")
+    n = norms.shape[0]
+    if allowed.shape[0] != n or docnums.shape[0] != n or doc_ids.shape[0] != tfs.shape[0] or \
+            offsets.shape[0] < 1:
+        raise ValueError("a lane table row's arrays do not fit together")
+    _fill_row(table, row, column, check_allowed, offsets, doc_ids, tfs, norms, allowed, docnums)
+
+
+@jit_held
+def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed: bool,
+              offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+              tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+              allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
+    # In a kernel because an address costs ~1 us a read from Python (ndarray.ctypes).
+    r = table[row]
+    r[COLUMN] = column
+    r[N_DOCS] = norms.shape[0]
+    r[CHECK] = 1 if check_allowed else 0
+    r[OFFSETS] = address_of(offsets)
+    r[N_OFFSETS] = offsets.shape[0]
+    r[DOC_IDS] = address_of(doc_ids)
+    r[N_POSTINGS] = doc_ids.shape[0]
+    r[TFS] = address_of(tfs)
+    r[NORMS] = address_of(norms)
+    r[ALLOWED] = address_of(allowed)
+    r[DOCNUMS] = address_of(docnums)
 
 
 @jit
@@ -47,47 +112,50 @@ def _offer_located(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
 
 @jit_held  # called inline on the event loop only, a few us a call (jit.jit_held)
 def bm25_lane_topk(
-    offsets: npt.NDArray[np.int64],
-    doc_ids: npt.NDArray[np.int32],
-    tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
-    allowed: npt.NDArray[np.uint8],
-    check_allowed: bool,
-    docnums: npt.NDArray[np.int64],
+    table: npt.NDArray[np.int64],
     term_matrix: npt.NDArray[np.int32],
-    column: int,
     term_weights: npt.NDArray[np.float64],
     top_s: npt.NDArray[np.float64],
     top_d: npt.NDArray[np.int64],
     top_w: npt.NDArray[np.int64],
-    count: int,
     acc: npt.NDArray[np.float64],
     seen: npt.NDArray[np.uint8],
     touched: npt.NDArray[np.int32],
 ) -> int:
-    """Offer one segment's best BM25 documents to a query's running top k; the new count.
+    """A query's top k over the segments of ``table`` (``lane_row``), in its row order; the
+    number of documents kept.
 
-    The segment: ``offsets``/``doc_ids``/``tfs`` postings, ``norms``, ``allowed`` (read only
-    when ``check_allowed``) and ``docnums`` (local to global, ascending), as for
-    ``bm25_segment_topk``. ``term_matrix[i, column]`` is query term ``i``'s local id in this
-    segment (-1 when absent), terms in the canonical order, ``term_weights[i]`` its weight.
-
+    ``term_matrix[i, c]`` is query term ``i``'s local id in the segment of column ``c`` (-1 when
+    absent), terms in the canonical order, ``term_weights[i]`` its weight.
     ``top_s``/``top_d``/``top_w`` (capacity ``k = len(top_s)``, 1 <= k <= ``INSERTION_MAX``)
-    hold ``count`` kept entries, best first: score, global document number, and where the
-    document is (``column << LOCAL_BITS | local``). Start with ``count = 0``; call once per
-    segment, largest first (its worst kept score is then the bar the smaller segments' pruning
-    starts from; any order gives the same result). Scratch clean on entry and on return.
+    receive the kept entries, best first: score, global document number, and where the document
+    is (``column << LOCAL_BITS | local``). Rows largest segment first: a segment's worst kept
+    score is then the bar the smaller segments' pruning starts from (any order gives the same
+    result). Scratch (``acc``/``seen``/``touched``, for the largest segment) clean on entry
+    and on return.
     """
     depth = top_s.shape[0]
-    term_ids = np.ascontiguousarray(term_matrix[:, column])
-    theta0 = top_s[depth - 1] if count == depth else -np.inf
-    scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed,
-                                check_allowed, theta0, depth, acc, seen, touched,
-                                PRUNE_MIN_POSTINGS, DENSE_RATIO)
-    tag = np.int64(column) << LOCAL_BITS
-    for j in range(scores.shape[0]):
-        g = docnums[docs[j]]
-        if count == depth and not ranks_before(scores[j], g, top_s[depth - 1], top_d[depth - 1]):
-            break  # the segment's best come in order: none after this one can enter
-        count = _offer_located(top_s, top_d, top_w, count, scores[j], g, tag | docs[j])
+    count = 0
+    for row in range(table.shape[0]):
+        r = table[row]
+        column = r[COLUMN]
+        n = r[N_DOCS]
+        offsets = array_at(r[OFFSETS], r[N_OFFSETS], np.int64)
+        doc_ids = array_at(r[DOC_IDS], r[N_POSTINGS], np.int32)
+        tfs = array_at(r[TFS], r[N_POSTINGS], np.float32)
+        norms = array_at(r[NORMS], n, np.float64)
+        allowed = array_at(r[ALLOWED], n, np.uint8)
+        docnums = array_at(r[DOCNUMS], n, np.int64)
+        term_ids = np.ascontiguousarray(term_matrix[:, column])
+        theta0 = top_s[depth - 1] if count == depth else -np.inf
+        scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights,
+                                    allowed, r[CHECK] != 0, theta0, depth, acc, seen, touched,
+                                    PRUNE_MIN_POSTINGS, DENSE_RATIO)
+        tag = np.int64(column) << LOCAL_BITS
+        for j in range(scores.shape[0]):
+            g = docnums[docs[j]]
+            if count == depth and not ranks_before(scores[j], g, top_s[depth - 1],
+                                                   top_d[depth - 1]):
+                break  # the segment's best come in order: none after this one can enter
+            count = _offer_located(top_s, top_d, top_w, count, scores[j], g, tag | docs[j])
     return count

@@ -256,7 +256,7 @@ async def test_warm_up_compiles_what_the_lane_calls(tmp_path):
                                     for i, t in enumerate(_corpus(8, 300))])
         await engine.delete_document("d3")
     warm_up()
-    kernels = (lane_kernel.bm25_lane_topk, pruning.segment_best)
+    kernels = (lane_kernel.bm25_lane_topk, lane_kernel._fill_row, pruning.segment_best)
     before = [len(kernel.signatures) for kernel in kernels]
     for where in (path, None):
         async with Engine.open(where, analyzer="simple") as engine:

@@ -19,6 +19,7 @@ def test_the_lane_kernel_keeps_the_gil() -> None:
     waits up to a switch interval (5 ms) to get it back (jit.jit_held: q/s halved and a p99
     of 9 ms beside one busy Python thread, measured)."""
     assert lane.bm25_lane_topk.targetoptions["nogil"] is False
+    assert lane._fill_row.targetoptions["nogil"] is False  # once per snapshot, inline too
 
 
 @pytest.mark.parametrize("kernel", [filters.sorted_numbers, filters.live_locals, filters.mask_of],

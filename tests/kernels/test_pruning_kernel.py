@@ -252,8 +252,8 @@ def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any],
                                                                seed: int) -> None:
     """bm25_lane_topk over every segment (each with its own term numbering, read from its column
-    of the term matrix; any order) gives the reference top k, scores bit for bit, ties by
-    document number, and each kept document's (column, local number); scratch clean."""
+    of the term matrix; table rows in any order) gives the reference top k, scores bit for bit,
+    ties by document number, and each kept document's (column, local number); scratch clean."""
     k = min(c["k"], topk.INSERTION_MAX)
     rng = np.random.default_rng(seed)
     n_terms = c["segs"][0]["offsets"].shape[0] - 1
@@ -265,18 +265,19 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
         relabelled.append(_relabel(s, perm))
         columns.append([int(perm[t]) if 0 <= t < n_terms else -1 for t in q.tolist()])
     matrix = np.array(columns, dtype=np.int32).T.copy()  # a row per query term
-    top_s = np.empty(k, dtype=np.float64)
-    top_d = np.empty(k, dtype=np.int64)
-    top_w = np.empty(k, dtype=np.int64)
+    top_s = np.full(k, np.nan, dtype=np.float64)  # the kernel starts from an empty top k
+    top_d = np.full(k, -7, dtype=np.int64)
+    top_w = np.full(k, -7, dtype=np.int64)
     acc, seen, touched = bm25.new_scratch(max(s["n_docs"] for s in c["segs"]))
-    count = 0
-    for i in c["order"]:
+    table = lane.new_table(len(c["order"]))
+    for row, i in enumerate(c["order"]):
         s = c["segs"][i]
         offsets, doc_ids, tfs = relabelled[i]
-        count = lane.bm25_lane_topk(offsets, doc_ids, tfs, s["norms"], s["allowed"], s["check"],
-                                    s["docnums"], matrix, i, c["weights"], top_s, top_d, top_w,
-                                    count, acc, seen, touched)
-        assert not acc.any() and not seen.any(), "scratch must be clean after each segment"
+        lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, s["norms"], s["allowed"],
+                      s["docnums"])
+    count = lane.bm25_lane_topk(table, matrix, c["weights"], top_s, top_d, top_w, acc, seen,
+                                touched)
+    assert not acc.any() and not seen.any(), "scratch must be clean after the call"
     want_s, want_d = _reference({**c, "k": k})
     assert top_d[:count].tolist() == want_d.tolist()
     assert top_s[:count].tobytes() == want_s.tobytes()
