@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.bm25 import bm25_idf, new_scratch
+from ..kernels.bm25 import bm25_idfs, new_scratch
 from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk, lane_row, new_table
 from ..kernels.topk import INSERTION_MAX
 from .snapshot import Snapshot
@@ -54,33 +54,31 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
     or -1, postings over all views, global idf), from ``memo`` (``snap.memo("terms")``) or
     computed and remembered there.
 
-    The terms not in the memo get their idf from one ``bm25_idf`` call over all of them (a
-    call costs ~5 us whatever its length: one per missed term made a query of new terms pay it
-    three or four times; every write starts a new snapshot, so right after writes most terms
-    are new). Through the array form, as for a whole query: the same bits either way."""
+    The terms not in the memo get their idf from one ``bm25_idfs`` call over all of them (one
+    numpy call: one per missed term made a query of new terms pay it three or four times;
+    every write starts a new snapshot, so right after writes most terms are new). The same
+    bits as ``bm25_idf`` over an array, as for a whole query."""
     found: list[TermInfo | None] = [memo.get(term) for term in terms]
     if None not in found:
         return found  # type: ignore[return-value]
     missed = {term: n for n, term in enumerate(terms) if found[n] is None}
-    views = snap.views
+    lookups = _term_lookups(snap)
     ids_of: list[tuple[int, ...]] = []
     dfs = []
     postings_of = []
     for term in missed:
         ids: list[int] = []
         df = postings = 0
-        for view in views:
-            seg = view.segment
-            local = seg.vocab.get(term, -1)
+        for vocab, offsets, view_df in lookups:
+            local = vocab.get(term, -1)
             ids.append(local)
             if local >= 0:
-                offsets = seg.terms.offsets
-                postings += int(offsets[local + 1] - offsets[local])
-                df += int(view.df[local])
+                postings += offsets.item(local + 1) - offsets.item(local)
+                df += view_df.item(local)
         ids_of.append(tuple(ids))
         dfs.append(df)
         postings_of.append(postings)
-    idfs = bm25_idf(np.asarray(dfs, dtype=np.int64), snap.n_live).tolist()  # type: ignore[union-attr]
+    idfs = bm25_idfs(dfs, snap.n_live)
     # First in, first out (dicts keep insertion order); a query of more new terms than the memo
     # holds keeps them all, until the next query.
     for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
@@ -157,6 +155,17 @@ def lane_plan(snap: Snapshot) -> LanePlan:
         for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums) in enumerate(views):
             lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums)
         found = kernel["plan"] = (table, largest(snap), views)
+    return found
+
+
+def _term_lookups(snap: Snapshot) -> list[tuple[dict[str, int], np.ndarray, np.ndarray]]:
+    """Per view: (its segment's vocabulary, postings offsets, the view's live document
+    frequencies), made once per snapshot for the terms the memo misses."""
+    kernel = snap.memo("kernel")
+    found: list[tuple[dict[str, int], np.ndarray, np.ndarray]] | None = kernel.get("lookups")
+    if found is None:
+        found = kernel["lookups"] = [(v.segment.vocab, v.segment.terms.offsets, v.df)
+                                     for v in snap.views]
     return found
 
 

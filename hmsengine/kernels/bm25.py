@@ -102,6 +102,21 @@ def bm25_idf(df: npt.ArrayLike, n_docs: int) -> npt.NDArray[np.float64] | float:
     return idf
 
 
+def bm25_idfs(dfs: list[int], n_docs: int) -> list[float]:
+    """``bm25_idf`` of each of ``dfs`` (Python ints), as Python floats: the same bits in ~1/3 of
+    the time for the few terms of a query. The clip and the quotient are computed in Python
+    floats (IEEE float64 operations in the same order as numpy's elementwise ones, so the same
+    values); only the ``log1p`` goes through numpy, over one array, as in ``bm25_idf``:
+    numpy's ``log1p`` and the C library's differ in the last bit for some arguments."""
+    n = float(max(n_docs, 0))
+    quotients = []
+    for df in dfs:
+        d = min(max(float(df), 0.0), n)
+        quotients.append((n - d + 0.5) / (d + 0.5))
+    idfs: list[float] = np.log1p(np.array(quotients, dtype=np.float64)).tolist()
+    return idfs
+
+
 @inline
 def bm25_term(weight: float, tf: float, norm: float) -> float:
     """One query term's BM25 contribution to one document: ``weight * tf * (k1 + 1) / (tf +

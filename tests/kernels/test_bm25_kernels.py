@@ -289,3 +289,15 @@ def test_norms_kernel_gives_numpys_bits(dtype) -> None:  # type: ignore[no-untyp
     assert bm25.bm25_norms(lens[::2], 2.5).tobytes() == bm25.bm25_norms(lens[::2].copy(), 2.5).tobytes()
     assert bm25.bm25_norms(np.zeros(0, np.int32), 0.0).shape == (0,)
     assert bm25.bm25_norms(np.array([4], np.int32), float("nan"))[0] == bm25.bm25_norm(4, 1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 3_000_000), min_size=0, max_size=12),
+       st.integers(-3, 2_500_000))
+def test_bm25_idfs_gives_bm25_idfs_bits(dfs: list[int], n_docs: int) -> None:
+    """bm25_idfs (the plain lane's idf for the terms its memo misses) gives bm25_idf's bits over
+    an array, for any document frequencies (clipped: negative, above n) and collection size."""
+    got = bm25.bm25_idfs(dfs, n_docs)
+    want = bm25.bm25_idf(np.asarray(dfs, dtype=np.int64), n_docs)
+    assert np.asarray(got, dtype=np.float64).tobytes() == np.asarray(want).tobytes()
+    assert all(type(x) is float for x in got)
