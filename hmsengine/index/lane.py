@@ -108,8 +108,9 @@ def lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
     return prefix + (total - prefix) // PARTIAL_READ
 
 
-KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool,
-                   np.ndarray]
+# (view index, offsets, doc_ids, tfs, norms by length (table, codes), live, any dead, docnums)
+KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray],
+                   np.ndarray, bool, np.ndarray]
 
 
 def kernel_views(snap: Snapshot) -> list[KernelView]:

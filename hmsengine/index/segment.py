@@ -27,6 +27,7 @@ import numpy.typing as npt
 from ..kernels.bm25 import build_postings
 from ..kernels.cosine import l2_normalise_rows
 from ..kernels.ngram import csr_transpose, ngram_vectors
+from ..kernels.norms import length_codes
 from .analyzer import Analyzer
 
 I64 = npt.NDArray[np.int64]
@@ -70,6 +71,16 @@ class Segment:
     has_embedding: U8
     _lazy: dict[str, Postings] = attrs.field(factory=dict, init=False)
     _id_array: list[npt.NDArray[np.object_]] = attrs.field(factory=list, init=False)
+    _codes: list[tuple[I32, I32]] = attrs.field(factory=list, init=False)
+
+    @property
+    def length_codes(self) -> tuple[I32, I32]:
+        """``(lengths, codes)``: the distinct document lengths and each document's index into
+        them (``kernels.norms.length_codes``), made once: a snapshot's norms for the segment
+        are then the norms of the distinct lengths alone (``SegmentView.norms``)."""
+        if not self._codes:
+            self._codes.append(length_codes(self.doc_lens))
+        return self._codes[0]
 
     @property
     def id_array(self) -> npt.NDArray[np.object_]:

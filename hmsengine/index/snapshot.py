@@ -28,7 +28,8 @@ class SegmentView:
     df: I64
     n_live: int
     len_live: int
-    _norm_cache: dict[float, np.ndarray] = attrs.field(factory=dict, init=False)
+    _norm_cache: dict[float, tuple[np.ndarray, np.ndarray]] = attrs.field(factory=dict,
+                                                                          init=False)
 
     @classmethod
     def fresh(cls, segment: Segment) -> SegmentView:
@@ -49,12 +50,16 @@ class SegmentView:
                 len_live -= int(self.segment.doc_lens[d])
         return SegmentView(segment=self.segment, live=live, df=df, n_live=n_live, len_live=len_live)
 
-    def norms(self, avgdl: float) -> np.ndarray:
-        """BM25 length norms for ``avgdl`` (cached: a snapshot has one avgdl)."""
+    def norms(self, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """The segment's BM25 length norms for ``avgdl`` in the kernels' by-length form
+        (``kernels/norms.py``): the norms of its distinct lengths, and each document's index
+        into them. Cached: a snapshot has one avgdl, and each new one costs a table of the
+        distinct lengths only."""
         cached = self._norm_cache.get(avgdl)
         if cached is None:
+            lengths, codes = self.segment.length_codes
             self._norm_cache.clear()
-            cached = self._norm_cache[avgdl] = bm25_norms(self.segment.doc_lens, avgdl)
+            cached = self._norm_cache[avgdl] = (bm25_norms(lengths, avgdl), codes)
         return cached
 
 

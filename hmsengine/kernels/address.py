@@ -16,7 +16,7 @@ compiled code.
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, cast
 
 import numba
 import numpy as np
@@ -44,7 +44,7 @@ def _pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
     """``address`` (an int64) as a pointer to ``dtype`` (a numba number class)."""
     if not isinstance(address, types.Integer) or not isinstance(dtype, types.NumberClass):
         return None
-    signature = types.CPointer(dtype.instance_type)(address, dtype)
+    signature = types.CPointer(dtype.instance_type)(address, dtype)  # type: ignore[no-untyped-call]
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
@@ -52,9 +52,15 @@ def _pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
     return signature, codegen
 
 
+# The intrinsic and numba's carray as compiled code calls them (their Python signatures are
+# not the ones compiled code sees).
+_as_pointer = cast(Any, _pointer)
+_carray = cast(Any, numba).carray
+
+
 @overload(address_of)
 def _address_of_compiled(array: Any) -> Any:
-    def impl(array: Any) -> int:
+    def impl(array: Any) -> Any:
         return array.ctypes.data
     return impl
 
@@ -62,5 +68,5 @@ def _address_of_compiled(array: Any) -> Any:
 @overload(array_at)
 def _array_at_compiled(address: Any, n: Any, dtype: Any) -> Any:
     def impl(address: Any, n: Any, dtype: Any) -> Any:
-        return numba.carray(_pointer(address, dtype), n)
+        return _carray(_as_pointer(address, dtype), n)
     return impl

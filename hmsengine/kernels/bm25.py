@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.jit import held_twin, inline, jit, jit_held
+from hmsengine.kernels.norms import Norms, n_norms, norm_of
 
 K1 = 1.2
 B = 0.75
@@ -144,7 +145,7 @@ def bm25_accumulate(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -156,7 +157,7 @@ def bm25_accumulate(
     """Add the BM25 contributions of the query terms to ``acc``; return the new ``n_touched``.
 
     For each query term in order, for each posting ``(d, tf)`` with ``allowed[d] != 0``:
-    ``acc[d] += bm25_term(term_weights[i], tfs[p], norms[d])`` in float64; the first time
+    ``acc[d] += bm25_term(term_weights[i], tfs[p], norm_of(norms, d))`` in float64; the first time
     ``d`` is reached (``seen[d] == 0``) it is marked and appended to ``touched``. ``allowed``,
     ``norms``, ``acc``, ``seen`` and ``touched`` have at least ``n_docs`` entries. Allocates
     nothing. Several calls may accumulate into the same scratch before one ``topk_touched``.
@@ -175,7 +176,7 @@ def bm25_accumulate(
                 seen[d] = 1
                 touched[n_touched] = d
                 n_touched += 1
-            acc[d] += bm25_term(w, tfs[p], norms[d])
+            acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
     return n_touched
 
 
@@ -240,7 +241,7 @@ def bm25_score_docs(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     docs: npt.NDArray[np.int32],
@@ -261,7 +262,7 @@ def bm25_score_docs(
     ascending = True
     for j in range(m):
         d = docs[j]
-        if d < 0 or d >= norms.shape[0]:
+        if d < 0 or d >= n_norms(norms):
             raise ValueError("candidate document number out of range")
         if j > 0 and d <= docs[j - 1]:
             ascending = False
@@ -281,13 +282,13 @@ def bm25_score_docs(
                 if p == hi:
                     break
                 if doc_ids[p] == d:
-                    out[j] += bm25_term(w, tfs[p], norms[d])
+                    out[j] += bm25_term(w, tfs[p], norm_of(norms, d))
         else:
             for j in range(m):
                 d = docs[j]
                 p = _find(doc_ids, lo, hi, d)
                 if p >= 0:
-                    out[j] += bm25_term(w, tfs[p], norms[d])
+                    out[j] += bm25_term(w, tfs[p], norm_of(norms, d))
     return out
 
 

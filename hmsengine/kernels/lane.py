@@ -18,6 +18,8 @@ in the same order (score descending, then global document number ascending).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -31,10 +33,12 @@ LOCAL_BITS = 32
 LOCAL_MASK = (1 << LOCAL_BITS) - 1
 
 # A lane table row (int64): the segment's column in the term matrix, its document count, whether
-# any document is dead (``allowed`` read), then the addresses (and lengths) of its arrays.
-COLUMN, N_DOCS, CHECK, OFFSETS, N_OFFSETS, DOC_IDS, N_POSTINGS, TFS, NORMS, ALLOWED, DOCNUMS = \
-    range(11)
-ROW_WIDTH = 11
+# any document is dead (``allowed`` read), then the addresses (and lengths) of its arrays; its
+# norms in the by-length form (kernels/norms.py): the table of the distinct lengths' norms and
+# each document's index into it.
+(COLUMN, N_DOCS, CHECK, OFFSETS, N_OFFSETS, DOC_IDS, N_POSTINGS, TFS, NORM_TABLE, N_LENGTHS,
+ CODES, ALLOWED, DOCNUMS) = range(13)
+ROW_WIDTH = 13
 
 
 def new_table(n_views: int) -> npt.NDArray[np.int64]:
@@ -45,48 +49,58 @@ def new_table(n_views: int) -> npt.NDArray[np.int64]:
 # The dtypes ``bm25_lane_topk`` reads each array as: ``lane_row`` refuses anything else, since
 # a wrong dtype or a strided array behind an address would be read as garbage.
 _DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.float64),
-           np.dtype(np.uint8), np.dtype(np.int64))
+           np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int64))
 
 
 def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed: bool,
              offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-             tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+             tfs: npt.NDArray[np.float32],
+             norms: tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]],
              allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
     """Describe one segment in ``table[row]``: its postings (``offsets``/``doc_ids``/``tfs``),
-    ``norms``, ``allowed`` (read only when ``check_allowed``), ``docnums`` (local to global,
-    ascending) as for ``bm25_segment_topk``, and ``column``, its column in the term matrix.
+    ``norms`` in the by-length form ``(table, codes)`` (kernels/norms.py), ``allowed`` (read
+    only when ``check_allowed``), ``docnums`` (local to global, ascending) as for
+    ``bm25_segment_topk``, and ``column``, its column in the term matrix.
 
     The table then holds these arrays' addresses: the caller keeps them alive while it uses
     the table. Raises ValueError for an array that is not C-contiguous or not of the kernel's
-    dtype, or for lengths that do not fit together."""
-    arrays = (offsets, doc_ids, tfs, norms, allowed, docnums)
+    dtype, or for lengths that do not fit together. The codes are not read here (that would
+    cost a pass over every document of every segment per snapshot): they must index the norm
+    table, as ``norms.length_codes`` makes them."""
+    norm_table, codes = norms
+    arrays: tuple[npt.NDArray[Any], ...] = (offsets, doc_ids, tfs, norm_table, codes, allowed,
+                                            docnums)
     for array, dtype in zip(arrays, _DTYPES, strict=True):
         if array.dtype != dtype or array.ndim != 1 or not array.flags.c_contiguous:
             raise ValueError(f"a lane table needs C-contiguous 1-d {dtype} arrays, got "
                              f"{array.dtype} of shape {array.shape}")
-    n = norms.shape[0]
+    n = codes.shape[0]
     if allowed.shape[0] != n or docnums.shape[0] != n or doc_ids.shape[0] != tfs.shape[0] or \
-            offsets.shape[0] < 1:
+            offsets.shape[0] < 1 or (n and not norm_table.shape[0]):
         raise ValueError("a lane table row's arrays do not fit together")
-    _fill_row(table, row, column, check_allowed, offsets, doc_ids, tfs, norms, allowed, docnums)
+    _fill_row(table, row, column, check_allowed, offsets, doc_ids, tfs, norm_table, codes,
+              allowed, docnums)
 
 
 @jit_held
 def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed: bool,
               offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-              tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
-              allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
+              tfs: npt.NDArray[np.float32], norm_table: npt.NDArray[np.float64],
+              codes: npt.NDArray[np.int32], allowed: npt.NDArray[np.uint8],
+              docnums: npt.NDArray[np.int64]) -> None:
     # In a kernel because an address costs ~1 us a read from Python (ndarray.ctypes).
     r = table[row]
     r[COLUMN] = column
-    r[N_DOCS] = norms.shape[0]
+    r[N_DOCS] = codes.shape[0]
     r[CHECK] = 1 if check_allowed else 0
     r[OFFSETS] = address_of(offsets)
     r[N_OFFSETS] = offsets.shape[0]
     r[DOC_IDS] = address_of(doc_ids)
     r[N_POSTINGS] = doc_ids.shape[0]
     r[TFS] = address_of(tfs)
-    r[NORMS] = address_of(norms)
+    r[NORM_TABLE] = address_of(norm_table)
+    r[N_LENGTHS] = norm_table.shape[0]
+    r[CODES] = address_of(codes)
     r[ALLOWED] = address_of(allowed)
     r[DOCNUMS] = address_of(docnums)
 
@@ -143,7 +157,8 @@ def bm25_lane_topk(
         offsets = array_at(r[OFFSETS], r[N_OFFSETS], np.int64)
         doc_ids = array_at(r[DOC_IDS], r[N_POSTINGS], np.int32)
         tfs = array_at(r[TFS], r[N_POSTINGS], np.float32)
-        norms = array_at(r[NORMS], n, np.float64)
+        norms = (array_at(r[NORM_TABLE], r[N_LENGTHS], np.float64),
+                 array_at(r[CODES], n, np.int32))
         allowed = array_at(r[ALLOWED], n, np.uint8)
         docnums = array_at(r[DOCNUMS], n, np.int64)
         term_ids = np.ascontiguousarray(term_matrix[:, column])

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_bound, bm25_score_docs, bm25_term
 from hmsengine.kernels.jit import held_twin, jit
+from hmsengine.kernels.norms import Norms, n_norms, norm_of
 from hmsengine.kernels.topk import (
     bm25_term_topk,
     ranks_before,
@@ -78,7 +79,7 @@ def kth_largest(acc: npt.NDArray[np.float64], docs: npt.NDArray[np.int32], n: in
 
 @jit
 def term_kth(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-             tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int, w: float,
+             tfs: npt.NDArray[np.float32], norms: Norms, t: int, w: float,
              allowed: npt.NDArray[np.uint8], check_allowed: bool, k: int,
              buf: npt.NDArray[np.float64]) -> float:
     """The k-th largest contribution of term ``t`` (weight ``w``) among the allowed documents;
@@ -91,7 +92,7 @@ def term_kth(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        v = bm25_term(w, tfs[p], norms[d])
+        v = bm25_term(w, tfs[p], norm_of(norms, d))
         if count == k:
             if v <= buf[k - 1]:
                 continue
@@ -108,7 +109,7 @@ def term_kth(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
 
 @jit
 def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-                     tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int,
+                     tfs: npt.NDArray[np.float32], norms: Norms, t: int,
                      w: float, allowed: npt.NDArray[np.uint8], check_allowed: bool, lim: float,
                      acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
                      touched: npt.NDArray[np.int32], n_touched: int) -> int:
@@ -119,7 +120,7 @@ def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        c = bm25_term(w, tfs[p], norms[d])
+        c = bm25_term(w, tfs[p], norm_of(norms, d))
         if seen[d] == 0:
             if c < lim:
                 continue
@@ -142,7 +143,7 @@ def _suffix_bounds(bounds: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 @jit
 def _touch_phase(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-                 tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+                 tfs: npt.NDArray[np.float32], norms: Norms,
                  term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
                  bounds: npt.NDArray[np.float64], remaining: npt.NDArray[np.float64], tol: float,
                  allowed: npt.NDArray[np.uint8], check_allowed: bool, theta: float, depth: int,
@@ -196,7 +197,7 @@ def _candidates(acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
 
 @jit
 def _add_term_to_candidates(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-                            tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64], t: int,
+                            tfs: npt.NDArray[np.float32], norms: Norms, t: int,
                             w: float, cand: npt.NDArray[np.int32], nc: int,
                             acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8]) -> None:
     # Term ``t``'s contributions to the candidates only (marked seen = 2): a binary search per
@@ -208,12 +209,12 @@ def _add_term_to_candidates(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray
             d = cand[i]
             p = _find(doc_ids, lo, hi, d)
             if p >= 0:
-                acc[d] += bm25_term(w, tfs[p], norms[d])
+                acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
     else:
         for p in range(lo, hi):
             d = doc_ids[p]
             if seen[d] == 2:
-                acc[d] += bm25_term(w, tfs[p], norms[d])
+                acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
 
 
 @jit
@@ -266,7 +267,7 @@ def bm25_maxscore(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     bounds: npt.NDArray[np.float64],
@@ -326,7 +327,7 @@ def bm25_dense_topk(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -353,8 +354,8 @@ def bm25_dense_topk(
             d = doc_ids[p]
             if check_allowed and allowed[d] == 0:
                 continue
-            acc[d] += bm25_term(w, tfs[p], norms[d])
-    return _dense_scan_topk(acc, norms.shape[0], k)
+            acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
+    return _dense_scan_topk(acc, n_norms(norms), k)
 
 
 @jit
@@ -411,7 +412,7 @@ def bm25_segment_topk(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -462,7 +463,7 @@ def segment_best(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -487,7 +488,7 @@ def segment_best(
         scores, docs = bm25_term_topk(offsets, doc_ids, tfs, norms, term_ids[i],
                                       term_weights[i], allowed, check_allowed, depth)
     elif _filling_prefix(offsets, term_ids, order, nv, depth) * dense_ratio >= postings \
-            and postings >= norms.shape[0]:
+            and postings >= n_norms(norms):
         scores, docs = bm25_dense_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
                                        allowed, check_allowed, depth, acc)
     elif postings < prune_min:
@@ -540,7 +541,7 @@ def _filling_prefix(offsets: npt.NDArray[np.int64], term_ids: npt.NDArray[np.int
 
 @jit
 def _maxscore_topk(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-                   tfs: npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+                   tfs: npt.NDArray[np.float32], norms: Norms,
                    term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
                    order: npt.NDArray[np.int64], nv: int, allowed: npt.NDArray[np.uint8],
                    check_allowed: bool, theta0: float, depth: int, acc: npt.NDArray[np.float64],

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import bm25_term
 from hmsengine.kernels.jit import held_twin, jit
+from hmsengine.kernels.norms import Norms, norm_of
 
 # Annotations only: kernels receive numpy scalars as well as Python numbers.
 Score = float | np.floating[Any]
@@ -217,7 +218,7 @@ def bm25_term_topk(
     offsets: npt.NDArray[np.int64],
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
-    norms: npt.NDArray[np.float64],
+    norms: Norms,
     term: int,
     weight: float,
     allowed: npt.NDArray[np.uint8],
@@ -248,7 +249,7 @@ def bm25_term_topk(
         d = doc_ids[p]
         if check_allowed and allowed[d] == 0:
             continue
-        s = bm25_term(weight, tfs[p], norms[d])
+        s = bm25_term(weight, tfs[p], norm_of(norms, d))
         g = np.int64(d)
         if count == m and not ranks_before(s, g, bar_s, bar_d):
             continue

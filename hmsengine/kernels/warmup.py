@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hmsengine.kernels import bm25, cosine, filters, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels.norms import length_codes
 
 
 def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -84,8 +85,14 @@ _TERM_IDS = np.array([0, 1], dtype=np.int32)
 _WEIGHTS = np.array([1.0, 0.5], dtype=np.float64)
 
 
+def _norms() -> tuple[np.ndarray, np.ndarray]:
+    """Norms in the by-length form the engine passes (``SegmentView.norms``)."""
+    lengths, codes = length_codes(np.array([1, 2, 1], dtype=np.int32))
+    return bm25.bm25_norms(lengths, 2.0), codes
+
+
 def _lane(between: Callable[[], None]) -> None:
-    norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
+    norms = _norms()
     allowed = np.ones(_N_DOCS, dtype=np.uint8)
     acc, seen, touched = bm25.new_scratch(_N_DOCS)
     docnums = np.arange(_N_DOCS, dtype=np.int64)
@@ -100,7 +107,7 @@ def _lane(between: Callable[[], None]) -> None:
 
 
 def _general(between: Callable[[], None]) -> None:
-    norms = bm25.bm25_norms(np.array([1, 2, 3], dtype=np.int32), 2.0)
+    norms = _norms()
     allowed = np.ones(_N_DOCS, dtype=np.uint8)
     docs = np.array([0, 1], dtype=np.int32)
     acc, seen, touched = bm25.new_scratch(_N_DOCS)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hmsengine.kernels import bm25, reference, topk
+from hmsengine.kernels.norms import length_codes, n_norms, norm_of
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 SETTINGS = settings(
@@ -52,6 +53,8 @@ def corpora(draw: st.DrawFn) -> dict[str, object]:
         "n_docs": len(docs),
         "k": draw(st.integers(0, 45)),
         "doc_base": draw(st.sampled_from([0, 7, 2**40])),
+        "doc_lens": doc_lens,
+        "avgdl": avgdl,
     }
 
 
@@ -301,3 +304,50 @@ def test_bm25_idfs_gives_bm25_idfs_bits(dfs: list[int], n_docs: int) -> None:
     want = bm25.bm25_idf(np.asarray(dfs, dtype=np.int64), n_docs)
     assert np.asarray(got, dtype=np.float64).tobytes() == np.asarray(want).tobytes()
     assert all(type(x) is float for x in got)
+
+
+@given(corpora())
+@SETTINGS
+def test_norms_by_length_give_the_per_document_bits(c: dict[str, Any]) -> None:
+    """The engine's by-length norms (kernels/norms.py: the distinct lengths' norms and each
+    document's code) give every kernel the bits the per-document norms give it."""
+    lengths, codes = length_codes(c["doc_lens"])
+    assert lengths[codes].tolist() == c["doc_lens"].tolist()
+    by_length = (bm25.bm25_norms(lengths, c["avgdl"]), codes)
+    assert n_norms(by_length) == n_norms(c["norms"]) == c["n_docs"]
+    assert [norm_of(by_length, d) for d in range(c["n_docs"])] == c["norms"].tolist()
+    n = c["n_docs"]
+    postings = (c["offsets"], c["doc_ids"], c["tfs"])
+    query = (c["term_ids"], c["weights"])
+    sums = []
+    for norms in (c["norms"], by_length):
+        acc, seen, touched = bm25.new_scratch(n)
+        n_touched = bm25.bm25_accumulate(*postings, norms, *query, c["allowed"], acc, seen,
+                                         touched, 0)
+        sums.append((acc.tobytes(), touched[:n_touched].tolist()))
+        topk.reset_touched(acc, seen, touched, n_touched)
+    assert sums[0] == sums[1]
+    everything = np.arange(n, dtype=np.int32)
+    assert bm25.bm25_score_docs(*postings, c["norms"], *query, everything).tobytes() == \
+        bm25.bm25_score_docs(*postings, by_length, *query, everything).tobytes()
+    for t in range(c["offsets"].shape[0] - 1):
+        tops = [topk.bm25_term_topk(*postings, norms, t, 1.5, c["allowed"], True, max(c["k"], 1))
+                for norms in (c["norms"], by_length)]
+        assert tops[0][0].tobytes() == tops[1][0].tobytes()
+        assert tops[0][1].tolist() == tops[1][1].tolist()
+
+
+@pytest.mark.parametrize("lens", [[], [0], [5, 5, 5], [3, 1, 4, 1, 5, 9, 2, 6], [10**7, 1, 10**7],
+                                  list(range(2000, 0, -3))])
+def test_length_codes_index_the_distinct_lengths(lens: list[int]) -> None:
+    """length_codes: the distinct lengths ascending and each document's index into them, on the
+    presence-array path and the sorting one (lengths far above the document count)."""
+    lengths, codes = length_codes(np.array(lens, dtype=np.int32))
+    assert lengths.dtype == np.int32 and codes.dtype == np.int32
+    assert lengths.tolist() == sorted(set(lens))
+    assert lengths[codes].tolist() == lens
+
+
+def test_length_codes_refuse_a_negative_length() -> None:
+    with pytest.raises(ValueError):
+        length_codes(np.array([3, -1], dtype=np.int32))

@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 from hmsengine.kernels import bm25, lane
 from hmsengine.kernels.address import address_of, array_at
 from hmsengine.kernels.jit import jit
+from hmsengine.kernels.norms import length_codes
 
 
 @jit
@@ -51,30 +52,31 @@ def test_array_at_reads_back_what_address_of_names(data) -> None:  # type: ignor
 
 
 def _segment(n: int = 4) -> dict[str, np.ndarray]:
+    lengths, codes = length_codes(np.array([3, 1, 3, 2][:n], dtype=np.int32))
     return {"offsets": np.array([0, 2, 3], dtype=np.int64),
             "doc_ids": np.array([0, 2, 1], dtype=np.int32),
             "tfs": np.array([1.0, 2.0, 1.0], dtype=np.float32),
-            "norms": bm25.bm25_norms(np.arange(1, n + 1, dtype=np.int32), 2.0),
+            "norm_table": bm25.bm25_norms(lengths, 2.0), "codes": codes,
             "allowed": np.ones(n, dtype=np.uint8),
             "docnums": np.arange(n, dtype=np.int64)}
 
 
 def _row(table: np.ndarray, s: dict[str, np.ndarray]) -> None:
-    lane.lane_row(table, 0, 0, False, s["offsets"], s["doc_ids"], s["tfs"], s["norms"],
-                  s["allowed"], s["docnums"])
+    lane.lane_row(table, 0, 0, False, s["offsets"], s["doc_ids"], s["tfs"],
+                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"])
 
 
 def test_lane_row_records_the_arrays_and_their_lengths() -> None:
     s = _segment()
     table = lane.new_table(1)
-    lane.lane_row(table, 0, 3, True, s["offsets"], s["doc_ids"], s["tfs"], s["norms"],
-                  s["allowed"], s["docnums"])
+    lane.lane_row(table, 0, 3, True, s["offsets"], s["doc_ids"], s["tfs"],
+                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"])
     r = table[0]
     assert (r[lane.COLUMN], r[lane.N_DOCS], r[lane.CHECK]) == (3, 4, 1)
-    assert (r[lane.N_OFFSETS], r[lane.N_POSTINGS]) == (3, 3)
+    assert (r[lane.N_OFFSETS], r[lane.N_POSTINGS], r[lane.N_LENGTHS]) == (3, 3, 3)
     for column, name in ((lane.OFFSETS, "offsets"), (lane.DOC_IDS, "doc_ids"), (lane.TFS, "tfs"),
-                         (lane.NORMS, "norms"), (lane.ALLOWED, "allowed"),
-                         (lane.DOCNUMS, "docnums")):
+                         (lane.NORM_TABLE, "norm_table"), (lane.CODES, "codes"),
+                         (lane.ALLOWED, "allowed"), (lane.DOCNUMS, "docnums")):
         assert r[column] == address_of(s[name])
 
 
@@ -92,12 +94,15 @@ def test_lane_row_takes_read_only_arrays() -> None:
     ("offsets", np.array([0, 2, 3], dtype=np.int32)),  # a dtype the kernel would misread
     ("doc_ids", np.array([0, 2, 1], dtype=np.int64)),
     ("tfs", np.array([1.0, 2.0, 1.0], dtype=np.float64)),
-    ("norms", np.ones(8)[::2]),  # strided: the address of a view that skips elements
+    ("norm_table", np.ones(8)[::2]),  # strided: the address of a view that skips elements
+    ("codes", np.zeros(4, dtype=np.int64)),
+    ("norm_table", np.zeros(0)),  # no norm for the codes to index
     ("allowed", np.ones(4, dtype=bool)),
     ("docnums", np.arange(8, dtype=np.int64).reshape(2, 4)),
     ("docnums", np.arange(5, dtype=np.int64)),  # not one per document
     ("tfs", np.ones(2, dtype=np.float32)),  # not one per posting
-], ids=["offsets-int32", "doc_ids-int64", "tfs-float64", "norms-strided", "allowed-bool",
+], ids=["offsets-int32", "doc_ids-int64", "tfs-float64", "norm_table-strided", "codes-int64",
+        "norm_table-empty", "allowed-bool",
         "docnums-2d", "docnums-length", "tfs-length"])
 def test_lane_row_refuses_what_the_kernel_would_misread(name: str, bad: np.ndarray) -> None:
     s = _segment()

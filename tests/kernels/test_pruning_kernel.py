@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hmsengine import Engine
 from hmsengine.kernels import bm25, lane, pruning, reference, topk
+from hmsengine.kernels.norms import length_codes
 
 VOCAB = [f"t{i}" for i in range(40)]
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
@@ -79,6 +80,7 @@ def searches(draw: st.DrawFn) -> dict[str, Any]:
     for s in segs:
         s["norms"] = bm25.bm25_norms(s["doc_lens"], avgdl)
     return {"segs": segs, "term_ids": np.array(q, dtype=np.int32), "weights": weights,
+            "avgdl": avgdl,
             "k": draw(st.sampled_from([1, 2, 5, 10, 45])),
             "order": draw(st.permutations(range(len(segs))))}
 
@@ -93,18 +95,31 @@ def _reference(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return reference.ranked(np.concatenate(scores), np.concatenate(docs), c["k"])
 
 
+def _norms(s: dict[str, Any], c: dict[str, Any], form: str) -> Any:
+    """Segment ``s``'s norms as the kernels take them: per document (as the reference), or by
+    length (the engine's form, kernels/norms.py), which must give the same bits."""
+    if form == "per-document":
+        return s["norms"]
+    lengths, codes = length_codes(s["doc_lens"])
+    return bm25.bm25_norms(lengths, c["avgdl"]), codes
+
+
+FORMS = ["per-document", "by-length"]
+
 # (prune_min, dense_ratio): the engine's thresholds, and ones that force each path.
 PATHS = [(pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO), (0, 0), (0, 10**9), (10**9, 0)]
 
 
+@pytest.mark.parametrize("form", FORMS)
 @given(searches(), st.sampled_from(PATHS))
 @SETTINGS
 def test_segment_topk_matches_reference_in_any_segment_order(
-    c: dict[str, Any], path: tuple[int, int]
+    form: str, c: dict[str, Any], path: tuple[int, int]
 ) -> None:
     """bm25_segment_topk over every segment (any order, shared bar) gives the reference top k,
     scores bit for bit, ties by document number, with deletions and filters; scratch clean;
-    whichever path (one term, dense, plain, MaxScore) the thresholds pick."""
+    whichever path (one term, dense, plain, MaxScore) the thresholds pick; norms per document
+    or by length."""
     k = c["k"]
     top_s = np.empty(k, dtype=np.float64)
     top_d = np.empty(k, dtype=np.int64)
@@ -113,7 +128,7 @@ def test_segment_topk_matches_reference_in_any_segment_order(
     for i in c["order"]:
         s = c["segs"][i]
         pruning.bm25_segment_topk(
-            s["offsets"], s["doc_ids"], s["tfs"], s["norms"], c["term_ids"], c["weights"],
+            s["offsets"], s["doc_ids"], s["tfs"], _norms(s, c, form), c["term_ids"], c["weights"],
             s["allowed"], s["check"], s["docnums"], top_s, top_d, top_n, acc, seen, touched,
             *path)
         assert not acc.any() and not seen.any(), "scratch must be clean after each segment"
@@ -124,15 +139,16 @@ def test_segment_topk_matches_reference_in_any_segment_order(
     assert top_s[:n].tobytes() == want_s.tobytes()
 
 
+@pytest.mark.parametrize("form", FORMS)
 @given(searches())
 @SETTINGS
-def test_each_path_matches_reference(c: dict[str, Any]) -> None:
+def test_each_path_matches_reference(form: str, c: dict[str, Any]) -> None:
     """MaxScore (re-scored), dense and one-term top k each give the reference top k of a
-    segment, whatever the size thresholds would pick."""
+    segment, whatever the size thresholds would pick; norms per document or by length."""
     s = c["segs"][0]
     k = c["k"]
     ids, w = c["term_ids"], c["weights"]
-    args = (s["offsets"], s["doc_ids"], s["tfs"], s["norms"])
+    args = (s["offsets"], s["doc_ids"], s["tfs"], _norms(s, c, form))
     want_s, want_d = _reference({**c, "segs": [{**s, "docnums": np.arange(s["n_docs"])}]})
     acc, seen, touched = bm25.new_scratch(s["n_docs"])
     got_s, got_d = pruning.bm25_dense_topk(*args, ids, w, s["allowed"], s["check"], k, acc)
@@ -270,10 +286,13 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
     top_w = np.full(k, -7, dtype=np.int64)
     acc, seen, touched = bm25.new_scratch(max(s["n_docs"] for s in c["segs"]))
     table = lane.new_table(len(c["order"]))
+    held = []  # the table holds addresses: every array behind one must outlive the call
     for row, i in enumerate(c["order"]):
         s = c["segs"][i]
         offsets, doc_ids, tfs = relabelled[i]
-        lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, s["norms"], s["allowed"],
+        norms = _norms(s, c, "by-length")  # the engine's form (kernels/norms.py)
+        held.append(norms)
+        lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, norms, s["allowed"],
                       s["docnums"])
     count = lane.bm25_lane_topk(table, matrix, c["weights"], top_s, top_d, top_w, acc, seen,
                                 touched)
