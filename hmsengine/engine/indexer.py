@@ -27,7 +27,7 @@ from ..index import persist
 from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex, read_persisted
-from ..index.segment import Segment, build_segment, merge_segments
+from ..index.segment import Segment, build_segment, merge_segments, ready_for_queries
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
 from .actor import Warming
 from .docnums import DocnumMap, kept_ids
@@ -108,7 +108,8 @@ class Indexer:
             embeddings=[d.embedding for d in docs], first_docnum=0, dim=self.dim,
             embedding_dim=self._core.table.embedding_dim,
         )
-        return attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64))
+        return ready_for_queries(
+            attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64)))
 
     def tail_segment(self, tail: TailView) -> Segment:
         """A snapshot's query-time segment of its tail (``TailView.segment``: each document
@@ -331,8 +332,8 @@ class Indexer:
                 continue
             edim = self._core.table.embedding_dim
             merged = await trio.to_thread.run_sync(
-                functools.partial(merge_segments, [v.segment for v in group], [v.live for v in group],
-                                  dim=self.dim, embedding_dim=edim))
+                functools.partial(self._merged, [v.segment for v in group], [v.live for v in group],
+                                  edim))
             result.append(SegmentView.fresh(merged))
         return result
 
@@ -347,7 +348,7 @@ class Indexer:
                                   analyzer=self.analyzer.name, dim=self.dim)
         self.segments_rejected += read.rejected
         self._file_counter = max(self._file_counter, read.last_number)
-        return read.loaded
+        return [(ready_for_queries(segment), file) for segment, file in read.loaded]
 
     async def persist_into(self, generation: str) -> None:
         """Write every current segment into ``generation`` (a compaction's new one), each with
@@ -456,6 +457,12 @@ class Indexer:
                 # Measured after: every document of ``views`` was committed before it.
                 self.on_persisted(self._core.generation, files, self._core.journal.size())
 
+    def _merged(self, segments: list[Segment], lives: list[np.ndarray],
+                embedding_dim: int | None) -> Segment:
+        """``merge_segments``, ready for queries (``ready_for_queries``). Worker thread."""
+        return ready_for_queries(merge_segments(segments, lives, dim=self.dim,
+                                                embedding_dim=embedding_dim), ids=True)
+
     def _build_chunk(self, chunk: list[tuple[str, DocEntry]], embedding_dim: int | None) -> Segment:
         core = self._core
         texts = [core.read_text(e.offset, e.length, e.crc) for _, e in chunk]
@@ -554,8 +561,7 @@ class Indexer:
         lives = [v.live for v in views]
         edim = self._core.table.embedding_dim
         merged = await trio.to_thread.run_sync(
-            lambda: merge_segments([v.segment for v in views], lives, dim=self.dim, embedding_dim=edim)
-        )
+            self._merged, [v.segment for v in views], lives, edim)
         snap = self.snapshot
         current = snap.segments
         start = next(i for i, v in enumerate(current) if v.segment is views[0].segment)

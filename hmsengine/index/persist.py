@@ -70,29 +70,80 @@ def _aad(name: str) -> bytes:
     return b"index|" + name.encode() + b"|" + str(VERSION).encode()
 
 
-def encode_segment(segment: Segment, codec: Codec, name: str) -> bytes:
+# A segment is persisted in a worker thread while the event loop answers queries. Every
+# C-level call that copies or encodes a whole segment holds the GIL for its duration (numpy's
+# copies of bytes included): with ndarray.tobytes, b"".join and one json.dumps, a 460k-document
+# segment held it for up to ~117 ms at a time, stalling every search for as long. So the bytes
+# are copied a few MB at a time and the header's JSON is encoded in pieces: the GIL can change
+# hands between two (zstd and crc32 release it themselves).
+_JSON_PIECE = 20_000
+_COPY_PIECE = 1 << 22
+
+
+def _json_list(values: list[str]) -> str:
+    """``json.dumps(values)`` with the header's settings, encoded a piece at a time."""
+    if len(values) <= _JSON_PIECE:
+        return _dumps(values)
+    pieces = [_dumps(values[i:i + _JSON_PIECE])[1:-1]
+              for i in range(0, len(values), _JSON_PIECE)]
+    return "[" + ",".join(pieces) + "]"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _segment_header(segment: Segment, arrays: dict[str, list[Any]]) -> bytes:
+    # json.dumps of {"n_docs", "ids", "vocab", "arrays"} in that order, byte for byte.
+    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
+    return ('{"n_docs":' + _dumps(segment.n_docs) + ',"ids":' + _json_list(list(segment.ids))
+            + ',"vocab":' + _json_list(vocab) + ',"arrays":' + _dumps(arrays) + "}").encode()
+
+
+def _copy_into(out: np.ndarray, at: int, data: Any) -> None:
+    """``out[at:at + len] = data``'s bytes, ``_COPY_PIECE`` bytes a copy (see above)."""
+    source = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) \
+        else np.frombuffer(data, dtype=np.uint8)
+    for lo in range(0, source.size, _COPY_PIECE):
+        hi = min(lo + _COPY_PIECE, source.size)
+        out[at + lo:at + hi] = source[lo:hi]
+
+
+def _joined(parts: list[bytes]) -> memoryview:
+    """``b"".join(parts)``, copied a piece at a time (see above)."""
+    out = np.empty(sum(len(p) for p in parts), dtype=np.uint8)
+    at = 0
+    for part in parts:
+        _copy_into(out, at, part)
+        at += len(part)
+    return out.data
+
+
+def encode_segment(segment: Segment, codec: Codec, name: str) -> memoryview:
     """The bytes of a segment file named ``name`` (relative to the generation)."""
-    blobs: list[bytes] = []
     arrays: dict[str, list[Any]] = {}
+    placed: list[tuple[np.ndarray, int]] = []
     offset = 0
     for key, get in _ARRAYS:
         array = get(segment)
         if array is None:
             continue
-        data = np.ascontiguousarray(array).tobytes()
+        array = np.ascontiguousarray(array)
         arrays[key] = [array.dtype.str, list(array.shape), offset]
-        pad = (-len(data)) % 8
-        blobs.append(data + bytes(pad))
-        offset += len(data) + pad
-    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
-    header = json.dumps({"n_docs": segment.n_docs, "ids": list(segment.ids), "vocab": vocab,
-                         "arrays": arrays}, ensure_ascii=False, separators=(",", ":")).encode()
-    raw = struct.pack("<I", len(header)) + header + bytes((-len(header) - 4) % 8) + b"".join(blobs)
-    flags, stored = codec.encode(raw, aad=_aad(name))
+        placed.append((array, offset))
+        offset += array.nbytes + (-array.nbytes) % 8
+    header = _segment_header(segment, arrays)
+    start = 4 + len(header) + (-len(header) - 4) % 8
+    raw = np.zeros(start + offset, dtype=np.uint8)  # the pads are zero bytes
+    _copy_into(raw, 0, struct.pack("<I", len(header)))
+    _copy_into(raw, 4, header)
+    for array, at in placed:
+        _copy_into(raw, start + at, array)
+    flags, stored = codec.encode(memoryview(raw), aad=_aad(name))  # type: ignore[arg-type]
     prefix = struct.pack("<4sHBBQII", MAGIC, VERSION, flags, 1, len(stored),
                          zlib.crc32(stored) & 0xFFFFFFFF, 0)
     crc = (zlib.crc32(prefix) ^ FOOTER_CRC_XOR) & 0xFFFFFFFF
-    return stored + prefix + struct.pack("<I", crc)
+    return _joined([stored, prefix, struct.pack("<I", crc)])
 
 
 def decode_payload(data: bytes, codec: Codec, name: str, where: str) -> memoryview:

@@ -51,7 +51,7 @@ class Directory(Protocol):
     def open_file(self, name: str, *, create: bool = False) -> FileHandle: ...
     def exists(self, name: str) -> bool: ...
     def read_bytes(self, name: str) -> bytes: ...
-    def atomic_write(self, name: str, data: bytes) -> None: ...
+    def atomic_write(self, name: str, data: bytes | memoryview) -> None: ...
     def remove(self, name: str) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
     def listdir(self, name: str = "") -> list[str]: ...
@@ -159,7 +159,7 @@ class FsDirectory:
         with open(self._path(name), "rb") as f:
             return f.read()
 
-    def atomic_write(self, name: str, data: bytes) -> None:
+    def atomic_write(self, name: str, data: bytes | memoryview) -> None:
         """Replace ``name`` with ``data`` atomically: temp file, fsync, rename, directory fsync.
 
         After a crash the file holds either the old or the new content, never a mix.
@@ -315,7 +315,7 @@ class MemoryDirectory:
             raise FileNotFoundError(errno.ENOENT, "no such file", name)
         return bytes(self.files[name])
 
-    def atomic_write(self, name: str, data: bytes) -> None:
+    def atomic_write(self, name: str, data: bytes | memoryview) -> None:
         self.files[name] = bytearray(data)
 
     def remove(self, name: str) -> None:

@@ -140,7 +140,7 @@ class PowerLossDirectory:
             raise FileNotFoundError(_errno.ENOENT, "no such file", name)
         return bytes(self.sim[name].current)
 
-    def atomic_write(self, name: str, data: bytes) -> None:
+    def atomic_write(self, name: str, data: bytes | memoryview) -> None:
         with self.mutex:
             f = self.sim[name] = _SimFile()
             f.durable = bytearray(data)
@@ -313,7 +313,7 @@ class FaultyDirectory:
     # Directory operations fail only when named in ``ops`` ("rename", "remove", "atomic_write",
     # "sync_dir", "open"); the default ``ops`` of :meth:`arm` leave them alone.
 
-    def atomic_write(self, name: str, data: bytes) -> None:
+    def atomic_write(self, name: str, data: bytes | memoryview) -> None:
         self.check("atomic_write", name, b"")
         self.inner.atomic_write(name, data)
 
