@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, filters, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, lane, merge, ngram, pruning, tokenize, topk
 from hmsengine.kernels.norms import length_codes
 
 
@@ -160,6 +160,21 @@ def _tokenizer(between: Callable[[], None]) -> None:
     tokenize.apply_lut(occ, occ_starts, np.array([0, -1], dtype=np.int32))
 
 
+def _merging(between: Callable[[], None]) -> None:
+    colmap = np.array([1, 0], dtype=np.int64)
+    docmap = np.array([0, -1, 1], dtype=np.int64)
+    for off, ids, vals in _postings():  # a built segment's arrays, and a loaded one's read-only
+        counts = np.zeros(2, dtype=np.int64)
+        merge.count_kept(off, ids, colmap, docmap, counts)
+        offsets = np.zeros(3, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        docs = np.empty(int(offsets[-1]), dtype=np.int32)
+        values = np.empty(int(offsets[-1]), dtype=np.float32)
+        merge.scatter_kept(off, ids, vals, colmap, docmap, offsets[:-1].copy(), docs, values)
+        merge.sort_columns(offsets, docs, values)
+        between()
+
+
 def _vectors(between: Callable[[], None]) -> None:
     allowed = np.ones(_N_DOCS, dtype=np.uint8)
     matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
@@ -189,4 +204,4 @@ def _filters(between: Callable[[], None]) -> None:
 
 
 _STEPS: tuple[Callable[[Callable[[], None]], None], ...] = (
-    _lane, _general, _filters, _tokenizer, _vectors, _ngrams)
+    _lane, _general, _filters, _tokenizer, _merging, _vectors, _ngrams)

@@ -111,3 +111,57 @@ def test_a_merge_numbers_terms_in_first_seen_order(renumber: bool) -> None:
     whole = build_segment(analyzer, ids=[f"d{i}" for i in range(5)], texts=texts,
                           embeddings=[None] * 5, first_docnum=0, dim=DIM, embedding_dim=None)
     assert _postings_by_term(merged) == _postings_by_term(whole)
+
+
+def _numpy_merge(parts, n_columns, in_order):  # type: ignore[no-untyped-def]
+    # The numpy construction the kernels replaced (kernels/merge.py): the reference order.
+    cols, docs, vals = [], [], []
+    for postings, colmap, docmap in parts:
+        col = np.repeat(colmap, np.diff(postings.offsets))
+        doc = docmap[postings.doc_ids]
+        keep = doc >= 0
+        cols.append(col[keep])
+        docs.append(doc[keep])
+        vals.append(postings.values[keep])
+    col = np.concatenate(cols) if cols else np.empty(0, np.int64)
+    doc = np.concatenate(docs) if docs else np.empty(0, np.int64)
+    val = np.concatenate(vals) if vals else np.empty(0, np.float32)
+    order = np.argsort(col, kind="stable") if in_order else np.lexsort((doc, col))
+    offsets = np.zeros(n_columns + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=n_columns), out=offsets[1:])
+    return offsets, doc[order].astype(np.int32), val[order].astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_postings_are_a_stable_sort_by_column(seed: int) -> None:
+    """_merge_postings (the GIL-free counting sort) gives the arrays of the numpy construction:
+    parts in document order or interleaved, documents dropped, columns empty or shared."""
+    from hmsengine.index.segment import Postings, _merge_postings
+
+    rng = np.random.default_rng(seed)
+    n_columns = int(rng.integers(1, 40))
+    total_docs = int(rng.integers(1, 300))
+    in_order = bool(rng.integers(0, 2))
+    numbers = np.arange(total_docs) if in_order else rng.permutation(total_docs)
+    splits = np.sort(rng.choice(np.arange(1, total_docs), size=min(int(rng.integers(0, 4)),
+                                                                   total_docs - 1), replace=False))
+    parts = []
+    for own in np.split(numbers, splits):
+        n_docs = own.size
+        n_terms = int(rng.integers(1, n_columns + 1))
+        colmap = rng.choice(n_columns, size=n_terms, replace=False).astype(np.int64)
+        lists = [np.sort(rng.choice(n_docs, size=int(rng.integers(0, n_docs + 1)), replace=False))
+                 for _ in range(n_terms)]
+        offsets = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in lists], out=offsets[1:])
+        doc_ids = np.concatenate(lists).astype(np.int32) if lists else np.zeros(0, np.int32)
+        values = rng.random(doc_ids.size).astype(np.float32)
+        docmap = np.where(rng.random(n_docs) < 0.2, -1, np.sort(own) if in_order else own)
+        parts.append((Postings(offsets=offsets, doc_ids=doc_ids, values=values), colmap,
+                      docmap.astype(np.int64)))
+    got = _merge_postings(parts, n_columns, in_order)
+    want = _numpy_merge(parts, n_columns, in_order)
+    assert got.offsets.tolist() == want[0].tolist()
+    assert got.doc_ids.dtype == np.int32 and got.values.dtype == np.float32
+    assert got.doc_ids.tolist() == want[1].tolist()
+    assert got.values.tobytes() == want[2].tobytes()
