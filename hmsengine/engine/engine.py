@@ -406,6 +406,8 @@ class DocumentEngine:
         call. Deterministic: the same store content gives bit-for-bit the same hits.
         """
         self._check_open()
+        if self._indexer.snapshot.tail_pending >= readers.TAIL_INLINE_DOCS:
+            await readers.tail_ready(self._indexer)
         if embedding is None and ids is None and metadata is None and semantic is None:
             hits = readers.plain_hits(self._indexer, query, k, lexical_weight, semantic_weight)
             if hits is not None:
@@ -425,6 +427,8 @@ class DocumentEngine:
         the same order, with the same options, validation and guarantees, without building a
         ``Hit`` per result (for callers that need only ids and scores, such as recall)."""
         self._check_open()
+        if self._indexer.snapshot.tail_pending >= readers.TAIL_INLINE_DOCS:
+            await readers.tail_ready(self._indexer)
         if embedding is None and ids is None and metadata is None and semantic is None:
             pairs = readers.plain_pairs(self._indexer, query, k, lexical_weight, semantic_weight)
             if pairs is not None:

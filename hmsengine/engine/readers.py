@@ -37,6 +37,12 @@ MAX_QUERY_BYTES = 64 * 1024
 # trip costs 0.1-0.45 ms, as much as a whole small query (PERF-NOTES.md).
 INLINE_WORK = 60_000
 SEMANTIC_MODES = (None, "ngram")
+# A snapshot whose unfolded tail holds at least this many documents gets the tail's query-time
+# segment built in a worker thread before a search reads it (``tail_ready``): built inline, at
+# ~4-5 us a document, it stalled every other task of the event loop (~0.1 s for the 24k-document
+# tail a burst of 128 writers left at 200k documents). Below it, a thread hop (~0.1-0.4 ms)
+# costs about as much as the build.
+TAIL_INLINE_DOCS = 2048
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 _T = TypeVar("_T")
@@ -235,6 +241,15 @@ def plain_pairs(indexer: Indexer, query: object, k: object, lexical_weight: obje
     """``plain_hits`` as ``search_ids`` gives it: (id, score) pairs."""
     found = _plain(indexer, query, k, lexical_weight, semantic_weight)
     return None if found is None else list(zip(*found, strict=True))
+
+
+async def tail_ready(indexer: Indexer) -> None:
+    """Build the current snapshot's tail segment in a worker thread (``TAIL_INLINE_DOCS``);
+    the engine's search methods call this when ``Snapshot.tail_pending`` reaches it. Tail
+    segments are built thread-safely (``index/tailterms.py``); a snapshot that a commit
+    replaced meanwhile shares the documents already analyzed."""
+    snap = indexer.snapshot
+    await trio.to_thread.run_sync(snap.tail_view)
 
 
 async def kernels_warm(indexer: Indexer) -> None:

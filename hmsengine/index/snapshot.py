@@ -161,6 +161,12 @@ class Snapshot:
             cached = self._cache["views"] = self.segments if tail is None else (*self.segments, tail)
         return cached
 
+    @property
+    def tail_pending(self) -> int:
+        """How many tail documents this snapshot's query-time segment would be built from on
+        first use: 0 once built (or carried over), or without a tail."""
+        return 0 if "tail" in self._cache else len(self.tail)
+
     def tail_view(self) -> SegmentView | None:
         """The tail as a segment, its dead documents marked, built on first use once per
         snapshot (and carried over by ``with_segments``); None when no tail document is live."""

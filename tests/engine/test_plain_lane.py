@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 
 import pytest
 import trio
@@ -292,3 +293,34 @@ async def test_warm_up_compiles_what_the_inline_general_path_calls(tmp_path):
                 await engine.search_documents(text, k=5, ids=["d1", "d2", "d7", "x1"])
                 await engine.search_documents(text, k=5, metadata={"g": 1})
     assert [len(kernel.signatures) for kernel in kernels] == before
+
+
+@pytest.mark.parametrize("search", ["search_documents", "search_ids"])
+@pytest.mark.parametrize("tail, threaded", [(readers.TAIL_INLINE_DOCS + 100, True), (300, False)])
+async def test_a_large_tail_segment_is_built_in_a_worker_thread(monkeypatch, search, tail,
+                                                                threaded):
+    """A search over a snapshot whose unfolded tail holds TAIL_INLINE_DOCS documents or more
+    builds the tail's query-time segment in a worker thread (inline it stalled the event loop
+    ~0.1 s after a burst at 200k); a smaller tail is built inline. Either way the answers are
+    the general path's."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    texts = _corpus(5, 600 + tail)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        built_in: list[int] = []
+        original = indexer.tail_segment
+
+        def recording(view):  # type: ignore[no-untyped-def]
+            built_in.append(threading.get_ident())
+            return original(view)
+
+        monkeypatch.setattr(indexer, "tail_segment", recording)
+        await _segmented(engine, texts, [300, 300], tail, monkeypatch)
+        snap = indexer.snapshot
+        assert snap.tail_pending == tail
+        await getattr(engine, search)(QUERIES[0], k=10)
+        assert len(built_in) == 1
+        assert (built_in[0] != threading.get_ident()) is threaded
+        assert indexer.snapshot is snap and snap.tail_pending == 0
+        assert await _compare(engine, QUERIES, KS) > 10
+        assert len(built_in) == 1  # built once for the snapshot
