@@ -120,7 +120,8 @@ def _joined(parts: list[bytes]) -> memoryview:
 
 
 def encode_segment(segment: Segment, codec: Codec, name: str) -> memoryview:
-    """The bytes of a segment file named ``name`` (relative to the generation)."""
+    """The bytes of a segment file named ``name`` (relative to the generation), as a view over
+    one buffer (the directories write any bytes-like object)."""
     arrays: dict[str, list[Any]] = {}
     placed: list[tuple[np.ndarray, int]] = []
     offset = 0
