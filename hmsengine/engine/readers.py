@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
@@ -43,6 +44,9 @@ SEMANTIC_MODES = (None, "ngram")
 # tail a burst of 128 writers left at 200k documents). Below it, a thread hop (~0.1-0.4 ms)
 # costs about as much as the build.
 TAIL_INLINE_DOCS = 2048
+# A query of at most this many characters, all ASCII, is within MAX_QUERY_BYTES unchecked.
+_SHORT_QUERY = 4096
+_FLOAT_MAX = sys.float_info.max
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 _T = TypeVar("_T")
@@ -207,22 +211,29 @@ def _without_tombstones(indexer: Indexer, ids: list[str],
 def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
            semantic_weight: object) -> tuple[list[str], list[float]] | None:
     """The plain lane's (ids, scores) for a query with no vector, n-grams or filter
-    (``lane.plain_top``, tombstoned ids left out), or None when it is not the lane's: a k above
-    ``lane.LANE_MAX_K``, too much work to run inline, or the kernels not warm yet (the caller
-    waits for them, ``kernels_warm``, and asks again). Validates as ``build_query`` does."""
+    (``lane.PlainLane.top``, tombstoned ids left out), or None when it is not the lane's: a k
+    above ``lane.LANE_MAX_K``, too much work to run inline, or the kernels not warm yet (the
+    caller waits for them, ``kernels_warm``, and asks again). Validates as ``build_query`` does."""
     if indexer.warming is not None:
         return None
-    if not isinstance(query, str):
-        raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
-    check_text(query, "query", MAX_QUERY_BYTES)
+    # The common arguments checked in a few comparisons (a short ASCII string, an int k, float
+    # weights: NaN and infinities fail the range test); anything else the full way.
+    if query.__class__ is not str or len(query) > _SHORT_QUERY or not query.isascii():
+        if not isinstance(query, str):
+            raise InvalidRequest(f"query: expected a string, got {type(query).__name__}")
+        check_text(query, "query", MAX_QUERY_BYTES)
     if k.__class__ is not int or not 1 <= k <= lane.LANE_MAX_K:
         return None  # build_query validates it
-    _check_weight(lexical_weight, "lexical_weight")
-    _check_weight(semantic_weight, "semantic_weight")
-    found = lane.plain_top(indexer.snapshot, indexer.analyzer.query_terms(query), k, INLINE_WORK)
-    if found is None:
-        return None
-    return _without_tombstones(indexer, *found)
+    if lexical_weight.__class__ is not float or not 0.0 <= lexical_weight <= _FLOAT_MAX:
+        _check_weight(lexical_weight, "lexical_weight")
+    if semantic_weight.__class__ is not float or not 0.0 <= semantic_weight <= _FLOAT_MAX:
+        _check_weight(semantic_weight, "semantic_weight")
+    snap = indexer.snapshot
+    plain = snap.memo("kernel").get("lane")
+    if plain is None:
+        plain = lane.plain_lane(snap)
+    found = plain.top(indexer.analyzer.query_terms(query), k, INLINE_WORK)
+    return None if found is None else _without_tombstones(indexer, *found)
 
 
 def plain_hits(indexer: Indexer, query: object, k: object, lexical_weight: object,

@@ -15,11 +15,12 @@ view. Scratch arrays and top-k buffers are per thread.
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
+import attrs
 import numpy as np
 
 from ..kernels.bm25 import bm25_idfs, new_scratch
@@ -46,13 +47,18 @@ def scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # whole made every term of a varied query stream a miss again, ~7 us each).
 TERM_MEMO_SIZE = 16384
 
-TermInfo = tuple[tuple[int, ...], int, float]
+_IDF = struct.Struct("=d")
+
+# (local id per view or -1, postings over all views, global idf, the local ids packed as native
+# int32, the idf packed as a native float64): the packed forms are what the lane joins into its
+# kernel's arrays.
+TermInfo = tuple[tuple[int, ...], int, float, bytes, bytes]
 
 
 def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) -> list[TermInfo]:
-    """Per term of ``terms`` (distinct: a query's canonical terms), in order: (local id per view
-    or -1, postings over all views, global idf), from ``memo`` (``snap.memo("terms")``) or
-    computed and remembered there.
+    """Per term of ``terms`` (distinct: a query's canonical terms), in order, its ``TermInfo``
+    (local id per view or -1, postings over all views, global idf, and the ids and idf packed),
+    from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
 
     The terms not in the memo get their idf from one ``bm25_idfs`` call over all of them (one
     numpy call: one per missed term made a query of new terms pay it three or four times;
@@ -83,9 +89,10 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
     # holds keeps them all, until the next query.
     for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
         del memo[next(iter(memo))]
+    row = struct.Struct(f"={len(lookups)}i").pack
     for (term, n), local_ids, postings, idf in zip(missed.items(), ids_of, postings_of, idfs,
                                                    strict=True):
-        found[n] = memo[term] = (local_ids, postings, idf)
+        found[n] = memo[term] = (local_ids, postings, idf, row(*local_ids), _IDF.pack(idf))
     return found  # type: ignore[return-value]
 
 
@@ -190,6 +197,82 @@ def _top(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return found
 
 
+def plain_lane(snap: Snapshot) -> PlainLane:
+    """The snapshot's plain lane, made on first use and kept in its memo."""
+    kernel = snap.memo("kernel")
+    found: PlainLane | None = kernel.get("lane")
+    if found is None:
+        # The plan keeps the kernel views' arrays alive as long as its table points into them.
+        table, most, views = lane_plan(snap)
+        # One view: every hit is in view 0, so where it is is its local number: one fancy
+        # index of the segment's id array (~0.4 us for ten, against ~1.6 us by the tuples).
+        id_array = snap.views[0].segment.id_array if len(views) == 1 else None
+        found = kernel["lane"] = PlainLane(snap=snap, memo=snap.memo("terms"), table=table,
+                                           most=most, views=views, ids=_ids_by_view(snap),
+                                           id_array=id_array)
+    return found
+
+
+@attrs.define(eq=False)
+class PlainLane:
+    """What the plain lane reads of one snapshot, gathered once so that a query costs its
+    analysis, a memo lookup per term, two small arrays, one kernel call and its ids
+    (``top``). Made by ``plain_lane``; lives as long as its snapshot."""
+
+    _snap: Snapshot
+    _memo: dict[str, TermInfo]
+    _table: np.ndarray
+    _most: int
+    _views: list[KernelView]
+    _ids: list[tuple[str, ...]]
+    _id_array: np.ndarray | None
+
+    def top(self, terms: list[str], k: int,
+            inline_work: int) -> tuple[list[str], list[float]] | None:
+        """``plain_top`` of this lane's snapshot."""
+        if not terms:
+            return [], []
+        distinct = sorted(set(terms))
+        memo = self._memo
+        infos: list[TermInfo] = [memo.get(term) for term in distinct]  # type: ignore[misc]
+        if None in infos:
+            infos = term_infos(self._snap, memo, distinct)
+        total = 0
+        for info in infos:
+            total += info[1]
+        repeated = len(distinct) < len(terms)
+        # The estimate is at most the total: the sort in lexical_work only for a large query.
+        if total > inline_work:
+            weights = _weights(infos, terms, distinct) if repeated else [i[2] for i in infos]
+            if lexical_work([i[1] for i in infos], weights, k * len(self._views)) > inline_work:
+                return None
+        # The arrays from each term's packed row and idf (``term_infos``): one join and one
+        # view each (~0.5 us), where np.array over tuples of ints took ~1.3 us. Writable
+        # (bytearray), as the kernel was compiled and warmed for.
+        matrix = np.frombuffer(bytearray().join([i[3] for i in infos]),
+                               dtype=np.int32).reshape(len(infos), len(self._views))
+        if repeated:
+            w = np.array(_weights(infos, terms, distinct), dtype=np.float64)
+        else:
+            w = np.frombuffer(bytearray().join([i[4] for i in infos]), dtype=np.float64)
+        acc, seen, touched = scratch(self._most)
+        top_s, top_d, top_w = _top(k)
+        count = bm25_lane_topk(self._table, matrix, w, top_s, top_d, top_w, acc, seen, touched)
+        if self._id_array is not None:
+            found = self._id_array[top_w[:count]].tolist()
+        else:
+            ids = self._ids
+            found = [ids[at >> LOCAL_BITS][at & LOCAL_MASK] for at in top_w[:count].tolist()]
+        return found, top_s[:count].tolist()
+
+
+def _weights(infos: list[TermInfo], terms: list[str], distinct: list[str]) -> list[float]:
+    # Each distinct term's idf times its count in the query: the IEEE float64 product, as
+    # numpy's elementwise one (search.prepare computes the same).
+    counts = Counter(terms)
+    return [info[2] * counts[term] for info, term in zip(infos, distinct, strict=True)]
+
+
 def plain_top(snap: Snapshot, terms: list[str], k: int,
               inline_work: int) -> tuple[list[str], list[float]] | None:
     """The ids and BM25 scores of the top ``k`` (1 to ``LANE_MAX_K``) documents of ``snap`` for
@@ -200,35 +283,4 @@ def plain_top(snap: Snapshot, terms: list[str], k: int,
     above ``inline_work``: the caller then runs it in a worker thread the general way.
     Synchronous, on the caller's thread; reads only the immutable snapshot.
     """
-    if not terms:
-        return [], []
-    if len(terms) == 1 or len(set(terms)) == len(terms):
-        pairs: Any = [(term, 1) for term in sorted(terms)]
-    else:
-        pairs = sorted(Counter(terms).items())
-    infos = term_infos(snap, snap.memo("terms"), [term for term, _ in pairs])
-    rows = []
-    weights = []
-    postings = []
-    for info, (_, m) in zip(infos, pairs, strict=True):
-        rows.append(info[0])
-        weights.append(info[2] * m)  # IEEE float64 product, as numpy's elementwise one
-        postings.append(info[1])
-    table, most, views = lane_plan(snap)
-    # The estimate is at most the total: the sort in lexical_work only for a large query.
-    if sum(postings) > inline_work and \
-            lexical_work(postings, weights, k * len(views)) > inline_work:
-        return None
-    matrix = np.array(rows, dtype=np.int32)
-    w = np.array(weights, dtype=np.float64)
-    acc, seen, touched = scratch(most)
-    top_s, top_d, top_w = _top(k)
-    count = bm25_lane_topk(table, matrix, w, top_s, top_d, top_w, acc, seen, touched)
-    if len(views) == 1:
-        # Every hit is in view 0, so where it is is its local number: one fancy index of the
-        # segment's id array (~0.4 us for ten, against ~1.6 us for the loop below).
-        found = snap.views[0].segment.id_array[top_w[:count]].tolist()
-    else:
-        ids = _ids_by_view(snap)
-        found = [ids[at >> LOCAL_BITS][at & LOCAL_MASK] for at in top_w[:count].tolist()]
-    return found, top_s[:count].tolist()
+    return plain_lane(snap).top(terms, k, inline_work)

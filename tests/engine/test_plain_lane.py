@@ -230,7 +230,8 @@ async def test_plain_lane_leaves_large_work_and_large_k_to_the_general_path():
 @pytest.mark.parametrize("options", [
     {"query": 5}, {"query": "a\ud800"}, {"k": 0}, {"k": True}, {"k": 1001}, {"k": "3"},
     {"k": 2.0}, {"lexical_weight": -1}, {"semantic_weight": float("nan")},
-    {"lexical_weight": True},
+    {"lexical_weight": True}, {"lexical_weight": float("inf")}, {"semantic_weight": -0.5},
+    {"query": "w1 " * 30000}, {"query": "\u00e9" * 40000},
 ])
 async def test_plain_lane_refuses_what_the_general_path_refuses(options):
     """Bad input to a plain query gets the same InvalidRequest as through build_query."""
