@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 
 import trio
 
@@ -101,3 +102,91 @@ async def test_a_burst_then_quiet_settles_into_one_segment_or_a_small_second(mon
         for query in QUERIES:
             assert await many.search_documents(query, k=10) == \
                 await one.search_documents(query, k=10)
+
+
+class _MergeFirstTwo:
+    """A merge policy that merges the first two segments, once."""
+
+    def __init__(self) -> None:
+        self.picked = False
+
+    def pick(self, lives: list[int]) -> tuple[int, int] | None:
+        if self.picked or len(lives) < 2:
+            return None
+        self.picked = True
+        return 0, 2
+
+
+async def test_folds_go_on_while_a_merge_runs(monkeypatch):
+    """The builder folds new commits into segments while a merge is still running (a burst's
+    tail does not wait for the merge), and the merge then lands around the segments folded
+    meanwhile: every document once, rankings as one batch gives."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY", _MergeFirstTwo())
+    release, merging = threading.Event(), threading.Event()
+    real_merged = indexer_module.Indexer._merged
+
+    def held_merge(self, *args):  # a worker thread: hold the merge until the test releases it
+        merging.set()
+        release.wait(60)
+        return real_merged(self, *args)
+
+    monkeypatch.setattr(indexer_module.Indexer, "_merged", held_merge)
+    texts = _texts(7, 900)
+    async with Engine.open(None, analyzer="simple") as many, \
+            Engine.open(None, analyzer="simple") as one:
+        indexer = many._indexer
+        try:
+            for start in (0, 300):
+                await many.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                          for i in range(start, start + 300)])
+                with trio.fail_after(120):
+                    while indexer.snapshot.tail:
+                        await trio.sleep(0.01)
+            with trio.fail_after(120):
+                while not merging.is_set():
+                    await trio.sleep(0.01)
+            folds = indexer.folds
+            await many.put_documents([{"id": f"d{i}", "text": texts[i]} for i in range(600, 900)])
+            with trio.fail_after(120):  # folded while the merge is held
+                while indexer.snapshot.tail:
+                    await trio.sleep(0.01)
+            assert indexer.folds > folds and indexer.merges == 0
+            assert [v.n_live for v in indexer.snapshot.segments] == [300, 300, 300]
+        finally:
+            release.set()
+        with trio.fail_after(120):
+            while indexer.merges == 0:
+                await trio.sleep(0.01)
+        views = indexer.snapshot.segments
+        assert [v.n_live for v in views] == [600, 300]
+        live_ids = [i for v in views for i in v.segment.ids]
+        assert sorted(live_ids) == sorted(f"d{i}" for i in range(900))
+        await one.put_documents([{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
+        for query in QUERIES:
+            assert await many.search_documents(query, k=10) == \
+                await one.search_documents(query, k=10)
+
+
+async def test_consolidation_waits_for_writes_to_pause(monkeypatch):
+    """While commits keep coming (closer together than ``CONSOLIDATE_IDLE_SECONDS``), the
+    builder does not consolidate, even as folds keep waking its merge task; once they stop, it
+    does."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 0.4)
+    no_merges = _MergeFirstTwo()
+    no_merges.picked = True  # no policy merges: consolidation alone
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY", no_merges)
+    texts = _texts(9, 2000)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        for n in range(0, 2000, 200):  # each a fold of its own (>= FOLD_AT ... or idle)
+            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                        for i in range(n, n + 200)])
+            await trio.sleep(0.1)
+        assert indexer.consolidations == 0
+        assert len(indexer.snapshot.segments) + bool(indexer.snapshot.tail) > 1
+        with trio.fail_after(120):
+            while not indexer.settled:
+                await trio.sleep(0.02)
+        assert indexer.consolidations >= 1
+        assert [v.n_live for v in indexer.snapshot.segments] == [2000]
