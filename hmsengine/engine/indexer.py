@@ -529,15 +529,14 @@ class Indexer:
             self._merge_wake = trio.Event()
 
     async def _quiet(self) -> bool:
-        """Wait until no commit has come for ``CONSOLIDATE_IDLE_SECONDS`` (True), or until a
-        commit or a fold gives the merge task something else to decide (False)."""
+        """Wait ``CONSOLIDATE_IDLE_SECONDS``: True when no commit came meanwhile; False as soon
+        as a fold, a deletion or a persist wakes the merge task (the caller decides again and
+        waits anew, reading the idle time again), or when a commit came."""
         commits = self._commits
         with trio.move_on_after(CONSOLIDATE_IDLE_SECONDS):
-            while True:
-                await self._merge_wake.wait()
-                self._merge_wake = trio.Event()
-                if self._commits != commits or self._pick() is not None:
-                    return False
+            await self._merge_wake.wait()
+            self._merge_wake = trio.Event()
+            return False
         return self._commits == commits
 
     async def _persist_if_due(self) -> None:
