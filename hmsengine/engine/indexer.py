@@ -40,6 +40,12 @@ from .values import TOMBSTONE_PREFIX
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
 FOLD_AT = 512
 FOLD_IDLE_SECONDS = 0.05
+# ... or this many while the builder's merge task is busy (a merge or a persist can take
+# seconds): folds go on meanwhile (Indexer.run), and folding every 512 documents then left a
+# 200k-document burst of 128 writers with 38 segments, most of 512 documents, each costing a
+# query ~1 us; folding at most this many leaves at most that much unfolded at the end of a burst
+# (the first search builds its query-time segment in a worker thread, ~15 ms).
+FOLD_AT_MERGING = 4096
 REBUILD_CHUNK = 20_000
 DEAD_FRACTION_TO_REWRITE = 0.3
 # Persist segments in the background once this many indexed documents are not on disk.
@@ -80,6 +86,7 @@ class Indexer:
         # Resolved search filters of frozenset ids, per snapshot (engine/readers.py).
         self._wake = trio.Event()
         self._merge_wake = trio.Event()  # the merge task's (``_merging``): segments changed
+        self._merge_busy = False  # the merge task is merging or persisting (``_fold_due``)
         self._commits = 0  # commits installed, for the merge task's quiet test
         self.metadata = MetadataIndex(self._metadata_source)  # the filters' index
         self._cancel = trio.CancelScope()
@@ -485,13 +492,14 @@ class Indexer:
         return MERGE_POLICY.pick([v.n_live for v in views])
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The index-builder actor: fold the tail into segments (here), and merge small or
-        sparse segments (``_merging``, a task of its own).
+        """The index-builder actor: fold the tail into segments (here); merge small or sparse
+        segments and persist them (``_merging``, a task of its own).
 
-        Folding never waits for a merge: a merge of hundreds of thousands of documents takes
-        ~0.5 s, and a burst of writes meanwhile left its whole tail unfolded (24k documents at
-        the end of a 200k-document burst of 128 writers), which the first search then had to
-        analyze (~60 ms) and the builder fold after it."""
+        Folding never waits for a merge or a persist: either can take seconds at 200k documents
+        (a merge ~0.5 s, writing a 180k-document segment longer), and a burst of writes
+        meanwhile left its whole tail unfolded (15-24k documents at the end of a 200k-document
+        burst of 128 writers), which the first search then had to analyze (~60-80 ms) and the
+        builder fold after it."""
         with self._cancel:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._merging)
@@ -499,34 +507,51 @@ class Indexer:
                 while True:
                     await self._wake.wait()
                     self._wake = trio.Event()
-                    if 0 < len(self.snapshot.tail) < FOLD_AT:
-                        # Let a burst of commits accumulate (fewer, larger segments); a full tail
-                        # wakes us early.
-                        with trio.move_on_after(FOLD_IDLE_SECONDS):
-                            await self._wake.wait()
-                        self._wake = trio.Event()
-                    if self.snapshot.tail:
+                    if await self._fold_due():
                         await self._fold()
                     self._merge_wake.set()
-                    await self._persist_if_due()
+
+    async def _fold_due(self) -> bool:
+        """Whether to fold the tail now, after waiting until it is due: it holds ``FOLD_AT``
+        documents (``FOLD_AT_MERGING`` while the merge task is busy, which wakes us when it is
+        done), or no wake came for ``FOLD_IDLE_SECONDS`` (a burst of commits accumulates into
+        fewer, larger segments). False without a tail."""
+        while self.snapshot.tail:
+            if len(self.snapshot.tail) >= (FOLD_AT_MERGING if self._merge_busy else FOLD_AT):
+                return True
+            with trio.move_on_after(FOLD_IDLE_SECONDS):
+                await self._wake.wait()
+                self._wake = trio.Event()
+                continue
+            return True  # quiet
+        return False
 
     async def _merging(self) -> None:
-        """The builder's merge task: merge what the merge policy picks, one merge at a time,
-        while folds go on; once no commit has come for ``CONSOLIDATE_IDLE_SECONDS`` and no tail
-        waits, consolidate. Merges replace their window of segments by identity, and folds only
-        append segments, so the two never undo each other's work (``_merge``)."""
+        """The builder's merge task: persist once enough is not on disk, merge what the merge
+        policy picks, one merge at a time, while folds go on; once no commit has come for
+        ``CONSOLIDATE_IDLE_SECONDS`` and no tail waits, consolidate. Merges replace their window
+        of segments by identity, and folds only append segments, so the two never undo each
+        other's work (``_merge``)."""
         while True:
+            self._merge_busy = True
+            await self._persist_if_due()
             if (window := self._pick()) is not None:
                 await self._merge(*window)
-                await self._persist_if_due()
                 continue
             if self._consolidation() is not None:
+                self._merge_idle()
                 if await self._quiet():
+                    self._merge_busy = True
                     await self._consolidate()
-                    await self._persist_if_due()  # now, not at the next commit or close
                 continue
+            self._merge_idle()
             await self._merge_wake.wait()
             self._merge_wake = trio.Event()
+
+    def _merge_idle(self) -> None:
+        self._merge_busy = False
+        if len(self.snapshot.tail) >= FOLD_AT:
+            self._wake.set()  # a tail held back while we were busy (``_fold_due``)
 
     async def _quiet(self) -> bool:
         """Wait ``CONSOLIDATE_IDLE_SECONDS``: True when no commit came meanwhile; False as soon

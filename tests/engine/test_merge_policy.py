@@ -190,3 +190,47 @@ async def test_consolidation_waits_for_writes_to_pause(monkeypatch):
                 await trio.sleep(0.02)
         assert indexer.consolidations >= 1
         assert [v.n_live for v in indexer.snapshot.segments] == [2000]
+
+
+async def test_while_a_merge_runs_folds_wait_for_a_larger_tail(monkeypatch):
+    """While the merge task is busy, commits are folded once the tail holds
+    ``FOLD_AT_MERGING`` documents (or after the idle time), not every ``FOLD_AT``: a burst
+    beside a long merge leaves a few segments, not one per 512 documents; once the merge is
+    done, the held tail is folded at once."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 30.0)  # folds by size only here
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY", _MergeFirstTwo())
+    release, merging = threading.Event(), threading.Event()
+    real_merged = indexer_module.Indexer._merged
+
+    def held_merge(self, *args):
+        merging.set()
+        release.wait(60)
+        return real_merged(self, *args)
+
+    monkeypatch.setattr(indexer_module.Indexer, "_merged", held_merge)
+    texts = _texts(11, 4200)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        try:
+            for start in (0, 600):  # two segments of 600 (each at least FOLD_AT): a merge
+                await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                            for i in range(start, start + 600)])
+                with trio.fail_after(120):
+                    while indexer.snapshot.tail:
+                        await trio.sleep(0.01)
+            with trio.fail_after(120):
+                while not merging.is_set():
+                    await trio.sleep(0.01)
+            for start in range(1200, 4200, 100):  # 3,000 documents in commits of 100
+                await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                            for i in range(start, start + 100)])
+            await trio.sleep(0.2)
+            assert len(indexer.snapshot.tail) == 3000  # over FOLD_AT, under FOLD_AT_MERGING
+            assert [v.n_live for v in indexer.snapshot.segments] == [600, 600]
+        finally:
+            release.set()
+        with trio.fail_after(20):  # folded when the merge is done, not after the idle time
+            while indexer.snapshot.tail or indexer.merges == 0:
+                await trio.sleep(0.01)
+        assert [v.n_live for v in indexer.snapshot.segments] == [1200, 3000]
