@@ -12,9 +12,8 @@ with what makes its call from Python cheap:
 * each kept document carries where it lives (segment column, local number), so that its id is
   read straight from the segment, without a search by document number.
 
-Results are ``bm25_segment_topk``'s, bit for bit: a large segment's ``segment_best`` offered in
-order (score descending, then global document number ascending); a small one's documents scored
-by plain accumulation and offered directly (``DIRECT_MAX_DOCS``), with the same exact scores.
+Results are ``bm25_segment_topk``'s, bit for bit: the same ``segment_best`` per segment, offered
+in the same order (score descending, then global document number ascending).
 """
 
 from __future__ import annotations
@@ -25,9 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.address import address_of, array_at
-from hmsengine.kernels.bm25 import bm25_term
 from hmsengine.kernels.jit import jit, jit_held
-from hmsengine.kernels.norms import Norms, norm_of
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, segment_best
 from hmsengine.kernels.topk import ranks_before, topk_offer
 
@@ -40,15 +37,8 @@ LOCAL_MASK = (1 << LOCAL_BITS) - 1
 # norms in the by-length form (kernels/norms.py): the table of the distinct lengths' norms and
 # each document's index into it.
 (COLUMN, N_DOCS, CHECK, OFFSETS, N_OFFSETS, DOC_IDS, N_POSTINGS, TFS, NORM_TABLE, N_LENGTHS,
- CODES, ALLOWED, DOCNUMS, DIRECT) = range(14)
-ROW_WIDTH = 14
-
-#: A segment of at most this many documents is scored directly (``lane_row``'s ``direct``):
-#: every posting accumulated and each touched document offered straight into the query's top
-#: k, without a top k of its own. For such a segment that is the plain-accumulation path
-#: anyway, and it skips the per-segment selection and its arrays: right after a burst of
-#: writes, with three or four small segments beside the large one, ~1 us a query at 50k.
-DIRECT_MAX_DOCS = 16384
+ CODES, ALLOWED, DOCNUMS) = range(13)
+ROW_WIDTH = 13
 
 
 def new_table(n_views: int) -> npt.NDArray[np.int64]:
@@ -66,14 +56,11 @@ def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed:
              offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
              tfs: npt.NDArray[np.float32],
              norms: tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]],
-             allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64],
-             direct: bool | None = None) -> None:
+             allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
     """Describe one segment in ``table[row]``: its postings (``offsets``/``doc_ids``/``tfs``),
     ``norms`` in the by-length form ``(table, codes)`` (kernels/norms.py), ``allowed`` (read
     only when ``check_allowed``), ``docnums`` (local to global, ascending) as for
-    ``bm25_segment_topk``, and ``column``, its column in the term matrix. ``direct``: whether
-    the kernel scores it directly (``DIRECT_MAX_DOCS``; None: when it has at most that many
-    documents); either way gives the same top k.
+    ``bm25_segment_topk``, and ``column``, its column in the term matrix.
 
     The table then holds these arrays' addresses: the caller keeps them alive while it uses
     the table. Raises ValueError for an array that is not C-contiguous or not of the kernel's
@@ -91,10 +78,8 @@ def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed:
     if allowed.shape[0] != n or docnums.shape[0] != n or doc_ids.shape[0] != tfs.shape[0] or \
             offsets.shape[0] < 1 or (n and not norm_table.shape[0]):
         raise ValueError("a lane table row's arrays do not fit together")
-    if direct is None:
-        direct = n <= DIRECT_MAX_DOCS
     _fill_row(table, row, column, check_allowed, offsets, doc_ids, tfs, norm_table, codes,
-              allowed, docnums, direct)
+              allowed, docnums)
 
 
 @jit_held
@@ -102,10 +87,9 @@ def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed
               offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
               tfs: npt.NDArray[np.float32], norm_table: npt.NDArray[np.float64],
               codes: npt.NDArray[np.int32], allowed: npt.NDArray[np.uint8],
-              docnums: npt.NDArray[np.int64], direct: bool) -> None:
+              docnums: npt.NDArray[np.int64]) -> None:
     # In a kernel because an address costs ~1 us a read from Python (ndarray.ctypes).
     r = table[row]
-    r[DIRECT] = 1 if direct else 0
     r[COLUMN] = column
     r[N_DOCS] = codes.shape[0]
     r[CHECK] = 1 if check_allowed else 0
@@ -137,49 +121,6 @@ def _offer_located(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
         for j in range(end, pos, -1):
             where[j] = where[j - 1]
         where[pos] = at
-    return count
-
-
-@jit
-def _direct_view(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
-                 tfs: npt.NDArray[np.float32], norms: Norms, allowed: npt.NDArray[np.uint8],
-                 check_allowed: bool, docnums: npt.NDArray[np.int64], term_matrix: npt.NDArray[np.int32],
-                 column: np.int64, term_weights: npt.NDArray[np.float64],
-                 top_s: npt.NDArray[np.float64], top_d: npt.NDArray[np.int64],
-                 top_w: npt.NDArray[np.int64], count: int, acc: npt.NDArray[np.float64],
-                 seen: npt.NDArray[np.uint8], touched: npt.NDArray[np.int32]) -> int:
-    # A direct row (DIRECT_MAX_DOCS): bm25.bm25_accumulate's loop (the terms in canonical
-    # order, so each score has the bits every path's exact score has), reading the term ids
-    # from the matrix's column, then every touched document offered into the running top k
-    # (the k best of a total order do not depend on the order they are offered in) and the
-    # scratch cleaned on the way.
-    depth = top_s.shape[0]
-    n_terms = offsets.shape[0] - 1
-    n_touched = 0
-    for qi in range(term_matrix.shape[0]):
-        t = term_matrix[qi, column]
-        if t < 0 or t >= n_terms:
-            continue
-        w = term_weights[qi]
-        for p in range(offsets[t], offsets[t + 1]):
-            d = doc_ids[p]
-            if check_allowed and allowed[d] == 0:
-                continue
-            if seen[d] == 0:
-                seen[d] = 1
-                touched[n_touched] = d
-                n_touched += 1
-            acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
-    tag = np.int64(column) << LOCAL_BITS
-    for i in range(n_touched):
-        d = touched[i]
-        s = acc[d]
-        acc[d] = 0.0
-        seen[d] = 0
-        g = docnums[d]
-        if count == depth and not ranks_before(s, g, top_s[depth - 1], top_d[depth - 1]):
-            continue
-        count = _offer_located(top_s, top_d, top_w, count, s, g, tag | d)
     return count
 
 
@@ -220,11 +161,6 @@ def bm25_lane_topk(
                  array_at(r[CODES], n, np.int32))
         allowed = array_at(r[ALLOWED], n, np.uint8)
         docnums = array_at(r[DOCNUMS], n, np.int64)
-        if r[DIRECT] != 0:
-            count = _direct_view(offsets, doc_ids, tfs, norms, allowed, r[CHECK] != 0, docnums,
-                                 term_matrix, column, term_weights, top_s, top_d, top_w, count,
-                                 acc, seen, touched)
-            continue
         term_ids = np.ascontiguousarray(term_matrix[:, column])
         theta0 = top_s[depth - 1] if count == depth else -np.inf
         scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights,

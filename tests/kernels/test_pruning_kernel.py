@@ -263,15 +263,13 @@ def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return new_offsets, doc_ids, tfs
 
 
-@given(searches(), st.integers(0, 2**32 - 1), st.sampled_from([None, True, False]))
+@given(searches(), st.integers(0, 2**32 - 1))
 @SETTINGS
-def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any], seed: int,
-                                                               direct: bool | None) -> None:
+def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any],
+                                                               seed: int) -> None:
     """bm25_lane_topk over every segment (each with its own term numbering, read from its column
     of the term matrix; table rows in any order) gives the reference top k, scores bit for bit,
-    ties by document number, and each kept document's (column, local number); scratch clean;
-    with each row scored directly (``direct``: every segment here is small enough, None), by
-    its own best (False), or either at random per row."""
+    ties by document number, and each kept document's (column, local number); scratch clean."""
     k = min(c["k"], topk.INSERTION_MAX)
     rng = np.random.default_rng(seed)
     n_terms = c["segs"][0]["offsets"].shape[0] - 1
@@ -294,10 +292,8 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
         offsets, doc_ids, tfs = relabelled[i]
         norms = _norms(s, c, "by-length")  # the engine's form (kernels/norms.py)
         held.append(norms)
-        row_direct = bool(rng.integers(2)) if direct is False and row % 2 else direct
         lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, norms, s["allowed"],
-                      s["docnums"], row_direct)
-        assert table[row, lane.DIRECT] == (row_direct is not False)
+                      s["docnums"])
     count = lane.bm25_lane_topk(table, matrix, c["weights"], top_s, top_d, top_w, acc, seen,
                                 touched)
     assert not acc.any() and not seen.any(), "scratch must be clean after the call"
