@@ -117,35 +117,50 @@ class _MergeFirstTwo:
         return 0, 2
 
 
+def _hold_merges(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Make every merge wait in its worker thread until ``release`` is set (60 s at most);
+    ``merging`` is set once one waits. Returns (release, merging)."""
+    release, merging = threading.Event(), threading.Event()
+    real_merged = indexer_module.Indexer._merged
+
+    def held_merge(self, *args):  # a worker thread
+        merging.set()
+        release.wait(60)
+        return real_merged(self, *args)
+
+    monkeypatch.setattr(indexer_module.Indexer, "_merged", held_merge)
+    return release, merging
+
+
+async def _two_segments_then_a_held_merge(engine: Engine, texts: list[str], size: int,
+                                          merging: threading.Event) -> None:
+    """Put ``texts[:2 * size]`` as two commits, each folded into a segment, then wait until
+    the merge of the two (``_MergeFirstTwo``) is held by ``_hold_merges``."""
+    indexer = engine._indexer
+    for start in (0, size):
+        await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                    for i in range(start, start + size)])
+        with trio.fail_after(120):
+            while indexer.snapshot.tail:
+                await trio.sleep(0.01)
+    with trio.fail_after(120):
+        while not merging.is_set():
+            await trio.sleep(0.01)
+
+
 async def test_folds_go_on_while_a_merge_runs(monkeypatch):
     """The builder folds new commits into segments while a merge is still running (a burst's
     tail does not wait for the merge), and the merge then lands around the segments folded
     meanwhile: every document once, rankings as one batch gives."""
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
     monkeypatch.setattr(indexer_module, "MERGE_POLICY", _MergeFirstTwo())
-    release, merging = threading.Event(), threading.Event()
-    real_merged = indexer_module.Indexer._merged
-
-    def held_merge(self, *args):  # a worker thread: hold the merge until the test releases it
-        merging.set()
-        release.wait(60)
-        return real_merged(self, *args)
-
-    monkeypatch.setattr(indexer_module.Indexer, "_merged", held_merge)
+    release, merging = _hold_merges(monkeypatch)
     texts = _texts(7, 900)
     async with Engine.open(None, analyzer="simple") as many, \
             Engine.open(None, analyzer="simple") as one:
         indexer = many._indexer
         try:
-            for start in (0, 300):
-                await many.put_documents([{"id": f"d{i}", "text": texts[i]}
-                                          for i in range(start, start + 300)])
-                with trio.fail_after(120):
-                    while indexer.snapshot.tail:
-                        await trio.sleep(0.01)
-            with trio.fail_after(120):
-                while not merging.is_set():
-                    await trio.sleep(0.01)
+            await _two_segments_then_a_held_merge(many, texts, 300, merging)
             folds = indexer.folds
             await many.put_documents([{"id": f"d{i}", "text": texts[i]} for i in range(600, 900)])
             with trio.fail_after(120):  # folded while the merge is held
@@ -200,28 +215,13 @@ async def test_while_a_merge_runs_folds_wait_for_a_larger_tail(monkeypatch):
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
     monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 30.0)  # folds by size only here
     monkeypatch.setattr(indexer_module, "MERGE_POLICY", _MergeFirstTwo())
-    release, merging = threading.Event(), threading.Event()
-    real_merged = indexer_module.Indexer._merged
-
-    def held_merge(self, *args):
-        merging.set()
-        release.wait(60)
-        return real_merged(self, *args)
-
-    monkeypatch.setattr(indexer_module.Indexer, "_merged", held_merge)
+    release, merging = _hold_merges(monkeypatch)
     texts = _texts(11, 4200)
     async with Engine.open(None, analyzer="simple") as engine:
         indexer = engine._indexer
         try:
-            for start in (0, 600):  # two segments of 600 (each at least FOLD_AT): a merge
-                await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
-                                            for i in range(start, start + 600)])
-                with trio.fail_after(120):
-                    while indexer.snapshot.tail:
-                        await trio.sleep(0.01)
-            with trio.fail_after(120):
-                while not merging.is_set():
-                    await trio.sleep(0.01)
+            # two segments of 600 (each at least FOLD_AT): a merge
+            await _two_segments_then_a_held_merge(engine, texts, 600, merging)
             for start in range(1200, 4200, 100):  # 3,000 documents in commits of 100
                 await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
                                             for i in range(start, start + 100)])
