@@ -6,9 +6,10 @@
   write is searchable the moment its call returns.
 * Installing publishes a new :class:`Snapshot`; readers take the current one and search it
   without locks, so a reader never sees half a transaction and never blocks the writer.
-* The **index-builder actor** (:meth:`Indexer.run`) merges small segments into larger ones in
-  worker threads and drops dead documents, then swaps the merged segment in (applying deletions
-  that happened meanwhile).
+* The **index-builder actor** (:meth:`Indexer.run`) folds the tail into segments; its merge task
+  (:meth:`Indexer._merging`) merges small segments into larger ones in worker threads, dropping
+  dead documents and swapping the merged segment in (applying deletions that happened
+  meanwhile), and persists them (``engine/indexfiles.py`` writes the files).
 * At open the index is rebuilt from the document table in worker threads.
 """
 
@@ -23,14 +24,14 @@ import numpy as np
 import trio
 
 from ..errors import HmsError, map_errors
-from ..index import persist
 from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
-from ..index.persist import PersistedIndex, read_persisted
+from ..index.persist import PersistedIndex
 from ..index.segment import Segment, build_segment, merge_segments, ready_for_queries
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
 from .actor import Warming
 from .docnums import DocnumMap, kept_ids
+from .indexfiles import IndexFiles
 from .metaindex import MetadataIndex
 from .state import DocEntry, doc_key
 from .store import StoreCore
@@ -74,8 +75,7 @@ class Indexer:
     def __init__(self, core: StoreCore, analyzer: Analyzer, *, persistent: bool) -> None:
         self._core = core
         self._persistent = persistent
-        self._persisted: dict[Segment, str] = {}
-        self._file_counter = 0
+        self.files = IndexFiles(core, analyzer.name, core.format.dim)
         self.loaded_documents = 0
         self.segments_rejected = 0
         self.analyzer = analyzer
@@ -95,7 +95,6 @@ class Indexer:
         self.folds = 0
         self.consolidations = 0
         self.persist_failures = 0
-        self._pending_files: dict[Segment, str] = {}
         # Serializes index file I/O with compaction (which moves the index to a new generation).
         self.io_lock = trio.Lock()
         self.rebuilt_documents = 0
@@ -106,7 +105,7 @@ class Indexer:
 
     def persisted_files(self) -> list[str]:
         """The index files of the live generation that hold documents of the current index."""
-        return sorted(set(self._persisted.values()))
+        return self.files.names()
 
     # -- per commit (event loop, before the writer replies) --------------------------------
 
@@ -233,7 +232,7 @@ class Indexer:
                 view = view.without(dead) if dead else view
                 if view.n_live:
                     views.append(view)
-                    self._persisted[segment] = file
+                    self.files.persisted[segment] = file
                 self.loaded_documents += view.n_live
         missing = [] if len(self.docnum_of) == len(table) - len(table.tombstones) else sorted(
             ((i, e) for i, e in table.entries.items()
@@ -347,101 +346,30 @@ class Indexer:
             result.append(SegmentView.fresh(merged))
         return result
 
-    # -- persistence (worker threads) --------------------------------------------------------
+    # -- persistence (engine/indexfiles.py does the writing, in worker threads) -------------
 
     def _load_persisted(self, read: PersistedIndex | None) -> list[tuple[Segment, str]]:
-        """The persisted segments of the live generation: ``read`` if it read that generation
-        (the opener starts the reading beside recovery: ``read_persisted``), else read now."""
-        core = self._core
-        if read is None or read.generation != core.generation:
-            read = read_persisted(core.directory, core.generation, core.codec,
-                                  analyzer=self.analyzer.name, dim=self.dim)
-        self.segments_rejected += read.rejected
-        self._file_counter = max(self._file_counter, read.last_number)
-        return [(ready_for_queries(segment), file) for segment, file in read.loaded]
+        """``IndexFiles.load``, counting the files it rejected. Worker thread."""
+        loaded, rejected = self.files.load(read)
+        self.segments_rejected += rejected
+        return loaded
 
     async def persist_into(self, generation: str) -> None:
         """Write every current segment into ``generation`` (a compaction's new one), each with
-        only its live documents and their terms (``_file_segment``)."""
+        only its live documents and their terms (``IndexFiles.file_segment``)."""
         if not self._persistent:
             return
         views = list(self.snapshot.segments)
-        self._pending_files = await trio.to_thread.run_sync(self._write_all, generation, views)
-
-    def _file_segment(self, view: SegmentView) -> Segment | None:
-        """What a file may hold of ``view``: its live documents and only the terms they use
-        (term statistics recomputed), or None when none is live. Worker thread.
-
-        So an index file never carries a document that was dead when it was written, nor a term
-        only dead documents had: a compaction with purge writes the new generation's index from
-        the survivors alone, and no word of a purged document reaches it (docs/SECURITY.md).
-        """
-        segment = view.segment
-        if view.n_live == 0:
-            return None
-        if view.n_live == segment.n_docs and bool(segment.df.all()):
-            return segment
-        return merge_segments([segment], [view.live], dim=self.dim,
-                              embedding_dim=self._core.table.embedding_dim)
-
-    def _write_all(self, generation: str, views: list[SegmentView]) -> dict[Segment, str]:
-        core = self._core
-        folder = f"{generation}/{persist.INDEX_DIR}"
-        core.directory.makedirs(folder)
-        files: dict[Segment, str] = {}
-        for view in views:
-            written = self._file_segment(view)
-            if written is None:
-                continue
-            file = f"seg-{len(files) + 1:08d}.hsi"
-            core.directory.atomic_write(f"{folder}/{file}", persist.encode_segment(written, core.codec, file))
-            # Keyed by the in-memory segment: its live documents are the file's (documents that
-            # die later are dead in both, at open as now).
-            files[view.segment] = file
-        persist.write_manifest(core.directory, generation, list(files.values()),
-                               analyzer=self.analyzer.name, dim=self.dim)
-        return files
+        await trio.to_thread.run_sync(self.files.write_generation, generation, views)
 
     def switched_generation(self) -> None:
         """The store now lives in the generation ``persist_into`` wrote."""
-        self._persisted = getattr(self, "_pending_files", {})
-        self._file_counter = len(self._persisted)
-        self._pending_files = {}
+        self.files.switch()
         if self.on_persisted is not None:  # no commit since the compaction: its base holds all
             self.on_persisted(self._core.generation, self.persisted_files(), self._core.journal.size())
 
-    def _persist(self, views: list[SegmentView]) -> list[str]:
-        """Write the segments not yet on disk (their live documents, ``_file_segment``), then
-        the manifest, then drop unlisted files."""
-        core = self._core
-        folder = f"{core.generation}/{persist.INDEX_DIR}"
-        core.directory.makedirs(folder)
-        files = []
-        for view in views:
-            segment = view.segment
-            file = self._persisted.get(segment)
-            if file is None:
-                written = self._file_segment(view)
-                if written is None:
-                    continue
-                self._file_counter += 1
-                file = f"seg-{self._file_counter:08d}.hsi"
-                core.directory.atomic_write(f"{folder}/{file}",
-                                            persist.encode_segment(written, core.codec, file))
-                self._persisted[segment] = file
-            files.append(file)
-        persist.write_manifest(core.directory, core.generation, files,
-                               analyzer=self.analyzer.name, dim=self.dim)
-        listed = set(files) | {"MANIFEST"}
-        for name in core.directory.listdir(folder):
-            if name not in listed:
-                core.directory.remove(f"{folder}/{name}")
-        live = {view.segment for view in views}
-        self._persisted = {seg: f for seg, f in self._persisted.items() if seg in live}
-        return files
-
     def _unpersisted_documents(self) -> int:
-        return sum(v.n_live for v in self.snapshot.segments if v.segment not in self._persisted)
+        return self.files.unpersisted(self.snapshot.segments)
 
     async def persist_now(self) -> None:
         """Fold the tail and persist every segment (at close). Failures are not fatal: the
@@ -459,7 +387,7 @@ class Indexer:
             views = list(self.snapshot.segments)
             try:
                 with map_errors("persisting the index"):
-                    files = await trio.to_thread.run_sync(self._persist, views)
+                    files = await trio.to_thread.run_sync(self.files.write, views)
             except HmsError:
                 self.persist_failures += 1
                 return

@@ -228,11 +228,8 @@ def _plain(indexer: Indexer, query: object, k: object, lexical_weight: object,
         _check_weight(lexical_weight, "lexical_weight")
     if semantic_weight.__class__ is not float or not 0.0 <= semantic_weight <= _FLOAT_MAX:
         _check_weight(semantic_weight, "semantic_weight")
-    snap = indexer.snapshot
-    plain = snap.memo("kernel").get("lane")
-    if plain is None:
-        plain = lane.plain_lane(snap)
-    found = plain.top(indexer.analyzer.query_terms(query), k, INLINE_WORK)
+    found = lane.plain_lane(indexer.snapshot).top(indexer.analyzer.query_terms(query), k,
+                                                  INLINE_WORK)
     return None if found is None else _without_tombstones(indexer, *found)
 
 

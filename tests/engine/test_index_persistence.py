@@ -86,7 +86,7 @@ async def test_idle_consolidation_persists_what_it_merged(disk_path, monkeypatch
             while indexer.consolidations == 0 or indexer._unpersisted_documents():
                 await trio.sleep(0.02)
         (merged,) = indexer.snapshot.segments
-        assert os.path.exists(os.path.join(index_dir(disk_path), indexer._persisted[merged.segment]))
+        assert os.path.exists(os.path.join(index_dir(disk_path), indexer.files.persisted[merged.segment]))
         before = await results(engine)
     async with Engine.open(disk_path) as engine:
         stats = engine.statistics()
