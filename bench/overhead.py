@@ -85,8 +85,10 @@ from hmsengine.kernels.topk import topk_finish
 
 try:  # the plain-BM25 lane (absent from engines before it, which this script also times)
     from hmsengine.index import lane
+    from hmsengine.kernels import lane as lane_kernel
     from hmsengine.kernels.lane import bm25_lane_topk
     lane.lane_plan  # noqa: B018 - the one-call lane (an older engine has a call per view)
+    lane_kernel.term_records  # noqa: B018 - its terms as one buffer (an older one: two arrays)
 except (ImportError, AttributeError):  # pragma: no cover - an older engine on PYTHONPATH
     lane = None
 
@@ -222,11 +224,12 @@ def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[tuple[Any, ...], tup
     weights = np.array([info[2] * m for info, (_, m) in zip(infos, pairs, strict=True)],
                        dtype=np.float64)
     matrix = np.array(rows, dtype=np.int32).reshape(len(rows), len(snap.views))
-    none = np.empty((0, len(snap.views)), dtype=np.int32)
+    terms = lane_kernel.term_records(weights, matrix)
+    none = lane_kernel.term_records(_NO_WEIGHTS, np.empty((0, len(snap.views)), dtype=np.int32))
     top = (np.empty(K, dtype=np.float64), np.empty(K, dtype=np.int64), np.empty(K, dtype=np.int64))
     table, most, _ = lane.lane_plan(snap)
     scratch = lane.scratch(most)
-    return (table, matrix, weights, *top, *scratch), (table, none, _NO_WEIGHTS, *top, *scratch)
+    return (table, terms, *top, *scratch), (table, none, *top, *scratch)
 
 
 def _lane_kernel(args: tuple[Any, ...]) -> int:

@@ -27,7 +27,7 @@ from ..kernels.filters import live_locals, mask_of, sorted_numbers
 from ..kernels.ngram import ngram_query
 from .indexer import Indexer
 from .metaindex import canonical
-from .values import Hit, check_embedding, check_id, check_metadata, check_text, make_hit
+from .values import Hit, check_embedding, check_id, check_metadata, check_text, lexical_hits, make_hit
 
 MAX_K = 1000
 MAX_QUERY_BYTES = 64 * 1024
@@ -241,7 +241,7 @@ def plain_hits(indexer: Indexer, query: object, k: object, lexical_weight: objec
     found = _plain(indexer, query, k, lexical_weight, semantic_weight)
     if found is None:
         return None
-    return [make_hit(doc_id, score, score, None) for doc_id, score in zip(*found, strict=True)]
+    return lexical_hits(*found)
 
 
 def plain_pairs(indexer: Indexer, query: object, k: object, lexical_weight: object,

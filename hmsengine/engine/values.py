@@ -143,6 +143,23 @@ def make_hit(id: str, score: float, lexical: float | None, semantic: float | Non
     return hit
 
 
+def lexical_hits(ids: list[str], scores: list[float]) -> list[Hit]:
+    """``[make_hit(id, score, score, None) ...]`` for BM25-only results (the fused score is the
+    lexical one): the same values, with the setters bound once per call instead of per hit
+    (~0.3 us of ~3 us for ten)."""
+    new = _new_object
+    set_id, set_score, set_lexical, set_semantic = _set_hit_fields
+    hits = []
+    for doc_id, score in zip(ids, scores, strict=True):
+        hit = new(Hit)
+        set_id(hit, doc_id)
+        set_score(hit, score)
+        set_lexical(hit, score)
+        set_semantic(hit, None)
+        hits.append(hit)
+    return hits
+
+
 @attrs.frozen(kw_only=True)
 class EngineStatistics:
     """Counters since open (``documents`` and ``revision`` describe the store itself)."""

@@ -36,10 +36,20 @@ _local = threading.local()
 
 def scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """This thread's kernel scratch (``new_scratch``) for segments of up to ``n`` documents."""
-    s = getattr(_local, "scratch", None)
-    if s is None or s[0].shape[0] < n:
-        s = _local.scratch = new_scratch(max(n, 1024))
-    return s
+    return _buffers(n)[:3]
+
+
+_Buffers = tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]]]
+
+
+def _buffers(n: int) -> _Buffers:
+    """This thread's scratch for segments of up to ``n`` documents and its top-k buffers by k
+    (``_top``): one thread-local read per query."""
+    b: _Buffers | None = getattr(_local, "buffers", None)
+    if b is None or b[0].shape[0] < n:
+        b = _local.buffers = (*new_scratch(max(n, 1024)), b[3] if b is not None else {})
+    return b
 
 
 # Per-snapshot memo of query terms (local ids per view, postings, idf): repeated terms skip a
@@ -49,15 +59,15 @@ TERM_MEMO_SIZE = 16384
 
 _IDF = struct.Struct("=d")
 
-# (local id per view or -1, postings over all views, global idf, the local ids packed as native
-# int32, the idf packed as a native float64): the packed forms are what the lane joins into its
-# kernel's arrays.
-TermInfo = tuple[tuple[int, ...], int, float, bytes, bytes]
+# (local id per view or -1, postings over all views, global idf, the term's record for the lane
+# kernel: the idf then the local ids, as native float64, ``kernels.lane.term_records``): the lane
+# joins a query's records into its kernel's one array.
+TermInfo = tuple[tuple[int, ...], int, float, bytes]
 
 
 def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) -> list[TermInfo]:
     """Per term of ``terms`` (distinct: a query's canonical terms), in order, its ``TermInfo``
-    (local id per view or -1, postings over all views, global idf, and the ids and idf packed),
+    (local id per view or -1, postings over all views, global idf, and the lane's record),
     from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
 
     The terms not in the memo get their idf from one ``bm25_idfs`` call over all of them (one
@@ -89,10 +99,10 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
     # holds keeps them all, until the next query.
     for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
         del memo[next(iter(memo))]
-    row = struct.Struct(f"={len(lookups)}i").pack
+    record = struct.Struct(f"={1 + len(lookups)}d").pack
     for (term, n), local_ids, postings, idf in zip(missed.items(), ids_of, postings_of, idfs,
                                                    strict=True):
-        found[n] = memo[term] = (local_ids, postings, idf, row(*local_ids), _IDF.pack(idf))
+        found[n] = memo[term] = (local_ids, postings, idf, record(idf, *local_ids))
     return found  # type: ignore[return-value]
 
 
@@ -185,15 +195,12 @@ def _ids_by_view(snap: Snapshot) -> list[tuple[str, ...]]:
     return found
 
 
-def _top(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """This thread's (scores, documents, where) buffers for a top ``k``."""
-    tops: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = getattr(_local, "tops", None)
-    if tops is None:
-        tops = _local.tops = {}
-    found = tops.get(k)
-    if found is None:
-        found = tops[k] = (np.empty(k, dtype=np.float64), np.empty(k, dtype=np.int64),
-                           np.empty(k, dtype=np.int64))
+def _top(tops: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+         k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (scores, documents, where) buffers for a top ``k`` in ``tops`` (this thread's,
+    ``_buffers``), made on first use."""
+    found = tops[k] = (np.empty(k, dtype=np.float64), np.empty(k, dtype=np.int64),
+                       np.empty(k, dtype=np.int64))
     return found
 
 
@@ -246,18 +253,18 @@ class PlainLane:
             weights = _weights(infos, terms, distinct) if repeated else [i[2] for i in infos]
             if lexical_work([i[1] for i in infos], weights, k * len(self._views)) > inline_work:
                 return None
-        # The arrays from each term's packed row and idf (``term_infos``): one join and one
-        # view each (~0.5 us), where np.array over tuples of ints took ~1.3 us. Writable
-        # (bytearray), as the kernel was compiled and warmed for.
-        matrix = np.frombuffer(bytearray().join([i[3] for i in infos]),
-                               dtype=np.int32).reshape(len(infos), len(self._views))
+        # The kernel's one array from each term's record (``term_infos``): one join and one
+        # view (~0.6 us; a matrix and a weight array made apart took ~2 us, np.array over
+        # tuples of ints more). Writable (bytearray), as the kernel was compiled and warmed for.
         if repeated:
-            w = np.array(_weights(infos, terms, distinct), dtype=np.float64)
+            records = [_IDF.pack(w) + i[3][_IDF.size:]
+                       for i, w in zip(infos, _weights(infos, terms, distinct), strict=True)]
         else:
-            w = np.frombuffer(bytearray().join([i[4] for i in infos]), dtype=np.float64)
-        acc, seen, touched = scratch(self._most)
-        top_s, top_d, top_w = _top(k)
-        count = bm25_lane_topk(self._table, matrix, w, top_s, top_d, top_w, acc, seen, touched)
+            records = [i[3] for i in infos]
+        acc, seen, touched, tops = _buffers(self._most)
+        top_s, top_d, top_w = tops.get(k) or _top(tops, k)
+        count = bm25_lane_topk(self._table, np.frombuffer(bytearray().join(records)),
+                               top_s, top_d, top_w, acc, seen, touched)
         if self._id_array is not None:
             found = self._id_array[top_w[:count]].tolist()
         else:

@@ -7,7 +7,8 @@ with what makes its call from Python cheap:
 * the segments come as one table of addresses (``kernels/address.py``), a row per segment
   (``lane_row``), made once per snapshot: a call costs one dispatch of nine arguments, not one
   of seventeen per segment (~1.3 us each, most of what a small segment costs);
-* the query's local term ids of every segment come as one matrix (a column per segment);
+* the query's terms come as one flat float64 buffer, a record per term: its weight, then its
+  local id in every segment (``term_records``); the lane joins it from bytes kept per term;
 * the paths' thresholds are the module's constants instead of arguments;
 * each kept document carries where it lives (segment column, local number), so that its id is
   read straight from the segment, without a search by document number.
@@ -105,6 +106,18 @@ def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed
     r[DOCNUMS] = address_of(docnums)
 
 
+def term_records(weights: npt.NDArray[np.float64],
+                 matrix: npt.NDArray[np.int32]) -> npt.NDArray[np.float64]:
+    """``bm25_lane_topk``'s ``terms`` from the query terms' ``weights`` and their local ids,
+    ``matrix[i, c]`` for term ``i`` in the segment of column ``c`` (-1 when absent)."""
+    if matrix.ndim != 2 or matrix.shape[0] != weights.shape[0]:
+        raise ValueError("a row of local ids per weight")
+    out = np.empty((matrix.shape[0], 1 + matrix.shape[1]), dtype=np.float64)
+    out[:, 0] = weights
+    out[:, 1:] = matrix
+    return out.ravel()
+
+
 @jit
 def _offer_located(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
                    where: npt.NDArray[np.int64], count: int, score: float, doc: np.int64,
@@ -127,8 +140,7 @@ def _offer_located(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
 @jit_held  # called inline on the event loop only, a few us a call (jit.jit_held)
 def bm25_lane_topk(
     table: npt.NDArray[np.int64],
-    term_matrix: npt.NDArray[np.int32],
-    term_weights: npt.NDArray[np.float64],
+    terms: npt.NDArray[np.float64],
     top_s: npt.NDArray[np.float64],
     top_d: npt.NDArray[np.int64],
     top_w: npt.NDArray[np.int64],
@@ -139,8 +151,10 @@ def bm25_lane_topk(
     """A query's top k over the segments of ``table`` (``lane_row``), in its row order; the
     number of documents kept.
 
-    ``term_matrix[i, c]`` is query term ``i``'s local id in the segment of column ``c`` (-1 when
-    absent), terms in the canonical order, ``term_weights[i]`` its weight.
+    ``terms`` holds a record per query term, in the canonical order (``term_records``): its
+    weight, then its local id in the segment of each column ``c`` in ``0 .. len(table) - 1``
+    (-1 when absent), as float64 (exact for int32 ids). One flat buffer, so that the lane makes
+    one array per query from bytes it keeps per term.
     ``top_s``/``top_d``/``top_w`` (capacity ``k = len(top_s)``, 1 <= k <= ``INSERTION_MAX``)
     receive the kept entries, best first: score, global document number, and where the document
     is (``column << LOCAL_BITS | local``). Rows largest segment first: a segment's worst kept
@@ -149,6 +163,13 @@ def bm25_lane_topk(
     and on return.
     """
     depth = top_s.shape[0]
+    width = 1 + table.shape[0]
+    n_terms = terms.shape[0] // width
+    if n_terms * width != terms.shape[0]:
+        raise ValueError("terms: not a whole number of records of 1 + len(table) values")
+    term_weights = np.empty(n_terms, dtype=np.float64)
+    for i in range(n_terms):
+        term_weights[i] = terms[i * width]
     count = 0
     for row in range(table.shape[0]):
         r = table[row]
@@ -161,7 +182,9 @@ def bm25_lane_topk(
                  array_at(r[CODES], n, np.int32))
         allowed = array_at(r[ALLOWED], n, np.uint8)
         docnums = array_at(r[DOCNUMS], n, np.int64)
-        term_ids = np.ascontiguousarray(term_matrix[:, column])
+        term_ids = np.empty(n_terms, dtype=np.int32)
+        for i in range(n_terms):
+            term_ids[i] = np.int32(terms[i * width + 1 + column])
         theta0 = top_s[depth - 1] if count == depth else -np.inf
         scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights,
                                     allowed, r[CHECK] != 0, theta0, depth, acc, seen, touched,

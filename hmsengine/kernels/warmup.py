@@ -96,13 +96,13 @@ def _lane(between: Callable[[], None]) -> None:
     allowed = np.ones(_N_DOCS, dtype=np.uint8)
     acc, seen, touched = bm25.new_scratch(_N_DOCS)
     docnums = np.arange(_N_DOCS, dtype=np.int64)
-    matrix = _TERM_IDS.reshape(-1, 1).copy()
+    terms = lane.term_records(_WEIGHTS, _TERM_IDS.reshape(-1, 1))
     for off, ids, vals in _postings():  # lane_row's arrays, writable and read-only
         for check in (False, True):
             table = lane.new_table(1)
             lane.lane_row(table, 0, 0, check, off, ids, vals, norms, allowed, docnums)
             top_s, top_d, top_w = np.empty(2), np.empty(2, np.int64), np.empty(2, np.int64)
-            lane.bm25_lane_topk(table, matrix, _WEIGHTS, top_s, top_d, top_w, acc, seen, touched)
+            lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
             between()
 
 

@@ -268,7 +268,7 @@ def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any],
                                                                seed: int) -> None:
     """bm25_lane_topk over every segment (each with its own term numbering, read from its column
-    of the term matrix; table rows in any order) gives the reference top k, scores bit for bit,
+    of the term records; table rows in any order) gives the reference top k, scores bit for bit,
     ties by document number, and each kept document's (column, local number); scratch clean."""
     k = min(c["k"], topk.INSERTION_MAX)
     rng = np.random.default_rng(seed)
@@ -294,8 +294,8 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
         held.append(norms)
         lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, norms, s["allowed"],
                       s["docnums"])
-    count = lane.bm25_lane_topk(table, matrix, c["weights"], top_s, top_d, top_w, acc, seen,
-                                touched)
+    terms = lane.term_records(c["weights"], matrix)
+    count = lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
     assert not acc.any() and not seen.any(), "scratch must be clean after the call"
     want_s, want_d = _reference({**c, "k": k})
     assert top_d[:count].tolist() == want_d.tolist()
