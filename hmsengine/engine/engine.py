@@ -28,6 +28,7 @@ from .check import check_open
 from .compaction import CompactReport
 from .indexer import Indexer
 from .lifecycle import as_directory, lifecycle
+from .pacing import SearchPacer, pacing_now
 from .replica import Replica
 from .scrub import CheckReport
 from .store import StoreCore
@@ -81,6 +82,7 @@ class DocumentEngine:
         self._clock = clock
         self._closed = False
         self._settings_lock = trio.Lock()
+        self._pacer = SearchPacer()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -411,11 +413,16 @@ class DocumentEngine:
         if embedding is None and ids is None and metadata is None and semantic is None:
             hits = readers.plain_hits(self._indexer, query, k, lexical_weight, semantic_weight)
             if hits is not None:
+                if pacing_now() >= self._pacer.check_at:
+                    await self._pacer.between_searches()
                 return hits
-        return await readers.search_documents(
+        found = await readers.search_documents(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
+        if pacing_now() >= self._pacer.check_at:
+            await self._pacer.between_searches()
+        return found
 
     async def search_ids(
         self, query: str, *, k: int = 10, embedding: Any = None,
@@ -432,11 +439,15 @@ class DocumentEngine:
         if embedding is None and ids is None and metadata is None and semantic is None:
             pairs = readers.plain_pairs(self._indexer, query, k, lexical_weight, semantic_weight)
             if pairs is not None:
+                if pacing_now() >= self._pacer.check_at:
+                    await self._pacer.between_searches()
                 return pairs
         found, scores = await readers.search_ranked(
             self._indexer, query, k=k, embedding=embedding, ids=ids, metadata=metadata,
             semantic=semantic, lexical_weight=lexical_weight, semantic_weight=semantic_weight,
         )
+        if pacing_now() >= self._pacer.check_at:
+            await self._pacer.between_searches()
         return list(zip(found, scores, strict=True))
 
     @property
