@@ -24,6 +24,7 @@ import numpy as np
 import trio
 
 from ..errors import HmsError, map_errors
+from ..index import lane
 from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex
@@ -536,6 +537,7 @@ class Indexer:
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
             tail_segment=self.tail_segment, load_texts=self.load_texts,
         )
+        lane.carry_terms(self.snapshot, snap)
         self.folds += 1
         if self.snapshot.tail:
             self._wake.set()  # commits landed while we folded: their tail needs folding too
@@ -560,6 +562,7 @@ class Indexer:
                 view = view.without([merged.local(d) for d in died if merged.local(d) >= 0])
             middle = (view,)
         self.snapshot = snap.with_segments((*current[:start], *middle, *current[start + len(views):]))
+        lane.carry_terms(self.snapshot, snap)
         self.merges += 1
         self.merged_documents += merged.n_docs
 

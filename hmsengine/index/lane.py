@@ -60,50 +60,90 @@ TERM_MEMO_SIZE = 16384
 _IDF = struct.Struct("=d")
 
 # (local id per view or -1, postings over all views, global idf, the term's record for the lane
-# kernel: the idf then the local ids, as native float64, ``kernels.lane.term_records``): the lane
-# joins a query's records into its kernel's one array.
-TermInfo = tuple[tuple[int, ...], int, float, bytes]
+# kernel: the idf then the local ids, as native float64, ``kernels.lane.term_records``; postings
+# per view): the lane joins a query's records into its kernel's one array.
+TermInfo = tuple[tuple[int, ...], int, float, bytes, tuple[int, ...]]
 
 
 def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) -> list[TermInfo]:
     """Per term of ``terms`` (distinct: a query's canonical terms), in order, its ``TermInfo``
-    (local id per view or -1, postings over all views, global idf, and the lane's record),
-    from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
+    (local id per view or -1, postings over all views, global idf, the lane's record, postings
+    per view), from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
 
-    The terms not in the memo get their idf from one ``bm25_idfs`` call over all of them (one
-    numpy call: one per missed term made a query of new terms pay it three or four times;
-    every write starts a new snapshot, so right after writes most terms are new). The same
-    bits as ``bm25_idf`` over an array, as for a whole query."""
+    A term the snapshot this one succeeds knew (``carry_terms``: a fold or a merge landed, the
+    same documents) keeps its idf and, for every view both show, its local id and postings;
+    only the new views are looked up. The others get their idf from one ``bm25_idfs`` call over
+    all of them (one numpy call: one per missed term made a query of new terms pay it three or
+    four times; every write starts a new snapshot, so right after writes most terms are new).
+    The same bits as ``bm25_idf`` over an array, as for a whole query."""
     found: list[TermInfo | None] = [memo.get(term) for term in terms]
     if None not in found:
         return found  # type: ignore[return-value]
     missed = {term: n for n, term in enumerate(terms) if found[n] is None}
     lookups = _term_lookups(snap)
-    ids_of: list[tuple[int, ...]] = []
+    carried: _Carried | None = snap.memo("kernel").get("carried")
+    known, columns = carried if carried is not None else ({}, ())
+    computed: list[tuple[str, int, tuple[int, ...], tuple[int, ...], float | None]] = []
     dfs = []
-    postings_of = []
-    for term in missed:
+    for term, n in missed.items():
         ids: list[int] = []
-        df = postings = 0
-        for vocab, offsets, view_df in lookups:
+        counts: list[int] = []
+        df = 0
+        before = known.get(term)
+        for view, (vocab, offsets, view_df) in enumerate(lookups):
+            if before is not None and view < len(columns) and (column := columns[view]) >= 0:
+                ids.append(before[0][column])
+                counts.append(before[4][column])
+                continue
             local = vocab.get(term, -1)
             ids.append(local)
             if local >= 0:
-                postings += offsets.item(local + 1) - offsets.item(local)
+                counts.append(offsets.item(local + 1) - offsets.item(local))
                 df += view_df.item(local)
-        ids_of.append(tuple(ids))
-        dfs.append(df)
-        postings_of.append(postings)
-    idfs = bm25_idfs(dfs, snap.n_live)
+            else:
+                counts.append(0)
+        if before is None:
+            dfs.append(df)
+        computed.append((term, n, tuple(ids), tuple(counts), None if before is None else before[2]))
+    idfs = iter(bm25_idfs(dfs, snap.n_live) if dfs else ())
     # First in, first out (dicts keep insertion order); a query of more new terms than the memo
     # holds keeps them all, until the next query.
     for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
         del memo[next(iter(memo))]
     record = struct.Struct(f"={1 + len(lookups)}d").pack
-    for (term, n), local_ids, postings, idf in zip(missed.items(), ids_of, postings_of, idfs,
-                                                   strict=True):
-        found[n] = memo[term] = (local_ids, postings, idf, record(idf, *local_ids))
+    for term, n, local_ids, per_view, idf in computed:
+        if idf is None:
+            idf = next(idfs)
+        found[n] = memo[term] = (local_ids, sum(per_view), idf, record(idf, *local_ids), per_view)
     return found  # type: ignore[return-value]
+
+
+# What a snapshot's term memo may take from its predecessor's (``carry_terms``): that memo, and
+# per view of the snapshot the index of the same view in the predecessor's, or -1.
+_Carried = tuple[dict[str, TermInfo], tuple[int, ...]]
+
+
+def carry_terms(snap: Snapshot, previous: Snapshot) -> None:
+    """Let ``snap`` take what ``previous``'s term memo knows, when ``snap`` holds the same live
+    documents (the same revision: a fold or a merge made it) and both views are known: the idf
+    of each term is then the same, and so are its local id and postings in every view both
+    snapshots show (the same objects). Right after a fold or a merge, the first query of each
+    term cost ~7 us for its lookups in every view and its idf (bench/results/lexical.notes.md).
+
+    Holds the predecessor's memo, not its views: the views are compared here, while both
+    snapshots hold them. The caller calls this once ``snap`` replaced ``previous``."""
+    if snap.revision != previous.revision:
+        return
+    known: dict[str, TermInfo] | None = previous.memo("terms") or None
+    old_views = previous.built_views()  # what the memo's local ids are indexed by
+    if known is None or old_views is None:
+        return
+    # Without its tail's view yet (built by its first query), the segments: the tail's view,
+    # last, is then looked up.
+    new_views = snap.built_views() or snap.segments
+    where = {id(view): i for i, view in enumerate(old_views)}
+    carried: _Carried = (known, tuple(where.get(id(view), -1) for view in new_views))
+    snap.memo("kernel")["carried"] = carried
 
 
 # MaxScore reads the postings of the terms that are not needed to fill the top k only in part

@@ -161,6 +161,13 @@ class Snapshot:
             cached = self._cache["views"] = self.segments if tail is None else (*self.segments, tail)
         return cached
 
+    def built_views(self) -> tuple[SegmentView, ...] | None:
+        """``views`` when known without building the tail's query-time view (no tail, or
+        built already), else None."""
+        if "views" in self._cache or "tail" in self._cache or not len(self.tail):
+            return self.views
+        return None
+
     @property
     def tail_pending(self) -> int:
         """How many tail documents this snapshot's query-time segment would be built from on

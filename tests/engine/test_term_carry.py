@@ -1,0 +1,125 @@
+"""A fold or a merge carries the term memo over (index/lane.carry_terms): what the new snapshot
+takes from it is exactly what it would compute afresh."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+
+from hmsengine import Engine
+from hmsengine.engine import indexer as indexer_module
+from hmsengine.index import lane
+from hmsengine.index.mergepolicy import MergePolicy
+from hmsengine.index.snapshot import Snapshot
+
+VOCAB = 120
+TERMS = [f"w{i}" for i in range(VOCAB)] + ["nowhere", "w999"]
+
+
+def _texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    weights = [1.0 / (i + 1) ** 1.1 for i in range(VOCAB)]
+    return [" ".join(rng.choices(TERMS[:VOCAB], weights, k=rng.randint(1, 25))) for _ in range(n)]
+
+
+def _fresh(snap: Snapshot) -> Snapshot:
+    """The same snapshot with empty memos and nothing carried."""
+    return snap.with_segments(snap.segments)
+
+
+def _same_as_fresh(snap: Snapshot, terms: list[str]) -> None:
+    fresh = _fresh(snap)
+    for term in terms:
+        (got,) = lane.term_infos(snap, snap.memo("terms"), [term])
+        (want,) = lane.term_infos(fresh, {}, [term])
+        assert got[2].hex() == want[2].hex(), term
+        assert got[:2] == want[:2] and got[3:] == want[3:], term
+
+
+async def _fill(engine: Engine, terms: list[str]) -> None:
+    for i in range(0, len(terms), 3):
+        await engine.search_documents(" ".join(terms[i:i + 3]), k=5)
+
+
+def _idf_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = lane.bm25_idfs
+
+    def counting(dfs: list[int], n: int) -> list[float]:
+        calls.append(len(dfs))
+        return real(dfs, n)
+
+    monkeypatch.setattr(lane, "bm25_idfs", counting)
+    return calls
+
+
+async def test_a_merge_and_a_fold_carry_exactly_what_a_fresh_snapshot_computes(monkeypatch):
+    """Segments with deletions, a tail, the memo filled by searches; then a merge of some of the
+    segments and a fold of the tail (the same documents): each new snapshot's terms, carried,
+    equal a fresh computation (local ids, postings per view and in all, idf bits, the lane's
+    record), known terms need no idf computed again, and searches agree with a fresh lane."""
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    texts = _texts(5, 1900)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        start = 0
+        for size in (300, 250, 400, 200, 350, 250):
+            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                        for i in range(start, start + size)])
+            start += size
+            with trio.fail_after(120):
+                while indexer.snapshot.tail:
+                    await trio.sleep(0.02)
+        for i in range(0, start, 9):
+            await engine.delete_document(f"d{i}")
+        await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                    for i in range(start, start + 150)])  # a tail
+        queried = TERMS[::2]
+        await _fill(engine, queried)
+        before = indexer.snapshot
+        assert len(before.segments) == 6 and len(before.tail)
+
+        calls = _idf_calls(monkeypatch)
+        await indexer._merge(1, 4)
+        merged = indexer.snapshot
+        assert merged is not before and merged.revision == before.revision
+        assert "carried" in merged.memo("kernel")
+        lane.term_infos(merged, merged.memo("terms"), queried)
+        assert calls == [], "carried terms keep their idf"
+        lane.term_infos(merged, merged.memo("terms"), TERMS[1::2])
+        assert calls, "terms not carried are computed as before"
+        _same_as_fresh(merged, TERMS)
+
+        await _fill(engine, queried)
+        with trio.fail_after(120):  # the builder folds the tail once writes pause
+            while indexer.snapshot.tail:
+                await trio.sleep(0.02)
+        folded = indexer.snapshot
+        assert len(folded.segments) == 5 and folded.revision == before.revision
+        assert "carried" in folded.memo("kernel")
+        _same_as_fresh(folded, TERMS)
+        for i in range(0, len(TERMS) - 2, 2):
+            terms = indexer.analyzer.query_terms(" ".join(TERMS[i:i + 3]))
+            for k in (1, 5, 10):
+                assert lane.plain_top(folded, terms, k, 10**12) == \
+                    lane.plain_top(_fresh(folded), terms, k, 10**12)
+
+
+async def test_nothing_is_carried_over_a_write():
+    """A write changes the documents (and so every idf): its snapshot starts afresh."""
+    async with Engine.open(None, analyzer="simple") as engine:
+        await engine.put_documents([{"id": f"d{i}", "text": t}
+                                    for i, t in enumerate(_texts(2, 50))])
+        await _fill(engine, TERMS[:30])
+        before = engine._indexer.snapshot
+        lane.carry_terms(_fresh(before), before)  # the same revision: carried
+        await engine.put_document("x", "w1 w2 w3")
+        after = engine._indexer.snapshot
+        lane.carry_terms(after, before)
+        assert after.revision != before.revision
+        assert "carried" not in after.memo("kernel")
+        _same_as_fresh(after, TERMS)
