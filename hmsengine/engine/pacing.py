@@ -27,6 +27,12 @@ SEARCH_CANCEL_CHECK_SECONDS = 0.001
 # (Python's switch interval, 5 ms), so the search loop kept it (tests/engine/test_search_yields.py).
 SEARCH_YIELD_SECONDS = 0.1
 
+# Schedule points a yield makes (~3.6 us each): a worker thread's result reaches the task that
+# waits for it in two (trio's queue of calls from threads, then the task), which then takes a
+# step of its own (the index builder: install a fold or a merge, start the next one) in a third.
+# With one, the builder took 3-5 yields, 0.3-0.5 s, to land a fold during a loop of searches.
+SCHEDULE_POINTS = 3
+
 #: The pacer's clock (the engine compares it with ``SearchPacer.check_at`` before awaiting).
 pacing_now = time.perf_counter
 
@@ -48,7 +54,8 @@ class SearchPacer:
         now = pacing_now()
         self.check_at = now + SEARCH_CANCEL_CHECK_SECONDS
         if now >= self._yield_at or trio.current_effective_deadline() <= trio.current_time():
-            await trio.lowlevel.checkpoint()  # past its deadline: raises Cancelled here
+            for _ in range(SCHEDULE_POINTS):
+                await trio.lowlevel.checkpoint()  # past its deadline: raises Cancelled here
             self._yield_at = pacing_now() + SEARCH_YIELD_SECONDS
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
