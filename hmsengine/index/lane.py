@@ -134,16 +134,27 @@ def carry_terms(snap: Snapshot, previous: Snapshot) -> None:
     snapshots hold them. The caller calls this once ``snap`` replaced ``previous``."""
     if snap.revision != previous.revision:
         return
-    known: dict[str, TermInfo] | None = previous.memo("terms") or None
-    old_views = previous.built_views()  # what the memo's local ids are indexed by
-    if known is None or old_views is None:
-        return
     # Without its tail's view yet (built by its first query), the segments: the tail's view,
     # last, is then looked up.
     new_views = snap.built_views() or snap.segments
-    where = {id(view): i for i, view in enumerate(old_views)}
-    carried: _Carried = (known, tuple(where.get(id(view), -1) for view in new_views))
-    snap.memo("kernel")["carried"] = carried
+    known: dict[str, TermInfo] = previous.memo("terms")
+    if known:
+        old_views = previous.built_views()  # what the memo's local ids are indexed by
+        if old_views is None:
+            return
+        where = {id(view): i for i, view in enumerate(old_views)}
+        columns = tuple(where.get(id(view), -1) for view in new_views)
+    else:
+        # No query read ``previous`` (a merge and a fold landed together): pass on what it
+        # carried, its columns composed with ours.
+        before: _Carried | None = previous.memo("kernel").get("carried")
+        if before is None:
+            return
+        known, old_columns = before
+        where = {id(view): i for i, view in enumerate(previous.built_views() or previous.segments)}
+        columns = tuple(old_columns[i] if 0 <= (i := where.get(id(view), -1)) < len(old_columns)
+                        else -1 for view in new_views)
+    snap.memo("kernel")["carried"] = (known, columns)
 
 
 # MaxScore reads the postings of the terms that are not needed to fill the top k only in part

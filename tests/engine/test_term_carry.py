@@ -123,3 +123,38 @@ async def test_nothing_is_carried_over_a_write():
         assert after.revision != before.revision
         assert "carried" not in after.memo("kernel")
         _same_as_fresh(after, TERMS)
+
+
+async def test_a_merge_and_a_fold_landing_together_pass_the_memo_on(monkeypatch):
+    """No query reads the snapshot a merge made before a fold replaces it: the fold's snapshot
+    takes what the merge's carried (columns composed), and it is exact."""
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)  # folds when told to
+    texts = _texts(8, 1400)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        for start in range(0, 1200, 300):
+            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                        for i in range(start, start + 300)])
+            await indexer._fold()
+        await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                    for i in range(1200, 1400)])  # a tail
+        for i in range(0, 1400, 11):
+            await engine.delete_document(f"d{i}")
+        await _fill(engine, TERMS)
+        queried = indexer.snapshot
+        assert len(queried.segments) == 4 and len(queried.tail)
+        await indexer._merge(0, 2)
+        merged = indexer.snapshot
+        assert not merged.memo("terms")  # no query read it
+        await indexer._fold()
+        folded = indexer.snapshot
+        assert len(folded.segments) == 4 and not folded.tail
+        known, columns = folded.memo("kernel")["carried"]
+        assert known is queried.memo("terms") and columns[1:3] == (2, 3)
+        calls = _idf_calls(monkeypatch)
+        lane.term_infos(folded, folded.memo("terms"), TERMS)
+        assert calls == []
+        _same_as_fresh(folded, TERMS)
