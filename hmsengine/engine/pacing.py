@@ -6,7 +6,7 @@ a schedule point: one per query cost ~30% of throughput (PERF-NOTES.md; ~3.6 us 
 search methods, through one ``SearchPacer`` per engine):
 
 - cancellation: at most ``SEARCH_CANCEL_CHECK_SECONDS`` after the last check, a search checks
-  whether its caller is cancelled or past its deadline (no schedule point, ~0.5 us), and raises
+  whether its caller is cancelled or past its deadline (no schedule point, ~1.5 us), and raises
   ``Cancelled`` if so;
 - fairness: at most ``SEARCH_YIELD_SECONDS`` after the last one, a search lets the program's
   other tasks and the index builder run (a tail left unfolded, merges waiting to land).
