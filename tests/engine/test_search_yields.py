@@ -8,6 +8,7 @@ loop is bounded, so that a regression fails instead of hanging."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
@@ -25,11 +26,29 @@ async def _tail_of_200(engine: Engine) -> None:
     assert engine.statistics().index_tail == 200  # under FOLD_AT: it folds once writes pause
 
 
-def _calls(engine: Engine) -> list[object]:
+def _calls(engine: Engine) -> list[Callable[[], Awaitable[object]]]:
     # The plain lane, the general path (a metadata filter), and ids only.
     return [lambda: engine.search_documents("apple w2", k=3),
             lambda: engine.search_documents("apple w2", k=3, metadata={}),
             lambda: engine.search_ids("apple w2", k=3)]
+
+
+class _Loop:
+    """A loop of searches bounded to 5 s (so that a regression fails rather than hangs), which
+    remembers how far it got when a Cancelled ends it."""
+
+    def __init__(self) -> None:
+        self.searches = 0
+        self.started = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    async def run(self, call: Callable[[], Awaitable[object]]) -> None:
+        while self.seconds < 5.0:
+            await call()
+            self.searches += 1
 
 
 async def test_a_tight_loop_of_searches_lets_the_builder_fold() -> None:
@@ -58,14 +77,11 @@ async def test_a_deadline_ends_a_tight_loop_of_searches(monkeypatch: pytest.Monk
         await _tail_of_200(engine)
         await _next_yield_in_a_minute(engine, monkeypatch)
         for call in _calls(engine):
-            searches = 0
-            started = time.perf_counter()
+            loop = _Loop()
             with trio.move_on_after(0.05) as scope:
-                while time.perf_counter() - started < 5.0:
-                    await call()  # type: ignore[operator]
-                    searches += 1
-            assert scope.cancelled_caught, f"{searches} searches ran past their deadline"
-            assert searches > 0 and time.perf_counter() - started < 2.0
+                await loop.run(call)
+            assert scope.cancelled_caught, f"{loop.searches} searches ran past their deadline"
+            assert loop.searches > 0 and loop.seconds < 2.0
 
 
 async def test_a_cancelled_scope_ends_a_loop_of_searches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,15 +91,12 @@ async def test_a_cancelled_scope_ends_a_loop_of_searches(monkeypatch: pytest.Mon
         await _tail_of_200(engine)
         await _next_yield_in_a_minute(engine, monkeypatch)
         for call in _calls(engine):
-            searches = 0
-            started = time.perf_counter()
+            loop = _Loop()
             with trio.CancelScope() as scope:
                 scope.cancel()
-                while time.perf_counter() - started < 5.0:
-                    await call()  # type: ignore[operator]
-                    searches += 1
-            assert scope.cancelled_caught
-            assert time.perf_counter() - started < 2.0
+                await loop.run(call)
+            assert scope.cancelled_caught, f"{loop.searches} searches ran in a cancelled scope"
+            assert loop.seconds < 2.0
 
 
 async def test_searches_between_schedule_points_do_not_yield(

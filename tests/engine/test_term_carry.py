@@ -116,7 +116,9 @@ async def test_nothing_is_carried_over_a_write():
                                     for i, t in enumerate(_texts(2, 50))])
         await _fill(engine, TERMS[:30])
         before = engine._indexer.snapshot
-        lane.carry_terms(_fresh(before), before)  # the same revision: carried
+        same = _fresh(before)
+        lane.carry_terms(same, before)
+        assert "carried" in same.memo("kernel")  # the same revision: carried
         await engine.put_document("x", "w1 w2 w3")
         after = engine._indexer.snapshot
         lane.carry_terms(after, before)
