@@ -24,7 +24,7 @@ import numpy as np
 import trio
 
 from ..errors import HmsError, map_errors
-from ..index import lane
+from ..index import termcarry
 from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex
@@ -522,7 +522,10 @@ class Indexer:
         tail = self.snapshot.tail
         dead = self.snapshot.tail_dead
         live = [d for d in tail if d.docnum not in dead]
-        segment = await trio.to_thread.run_sync(self.build_tail, live) if live else None
+        start = self.snapshot
+        segment, translated = await trio.to_thread.run_sync(
+            termcarry.built_with_memo, self.build_tail, (live,), termcarry.carry_source(start),
+            functools.partial(termcarry.fold_layout, snap=start)) if live else (None, None)
         snap = self.snapshot  # commits may have happened meanwhile: fold only what we built
         folded = {d.docnum for d in tail}
         died = [d for d in snap.tail_dead if d in folded and d not in dead]
@@ -537,7 +540,9 @@ class Indexer:
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
             tail_segment=self.tail_segment, load_texts=self.load_texts,
         )
-        lane.carry_terms(self.snapshot, snap)
+        termcarry.adopt_memo(self.snapshot, snap, translated, termcarry.fold_layout(segment, snap=snap),
+                             segment if segment is not None and segment.n_docs else None)
+        termcarry.carry_terms(self.snapshot, snap)
         self.folds += 1
         if self.snapshot.tail:
             self._wake.set()  # commits landed while we folded: their tail needs folding too
@@ -546,8 +551,11 @@ class Indexer:
         views = self.snapshot.segments[a:b]
         lives = [v.live for v in views]
         edim = self._core.table.embedding_dim
-        merged = await trio.to_thread.run_sync(
-            self._merged, [v.segment for v in views], lives, edim)
+        before = self.snapshot
+        merged, translated = await trio.to_thread.run_sync(
+            termcarry.built_with_memo, self._merged, ([v.segment for v in views], lives, edim),
+            termcarry.carry_source(before), functools.partial(
+                termcarry.merge_layout, views[0].segment, len(views), snap=before))
         snap = self.snapshot
         current = snap.segments
         start = next(i for i, v in enumerate(current) if v.segment is views[0].segment)
@@ -562,7 +570,9 @@ class Indexer:
                 view = view.without([merged.local(d) for d in died if merged.local(d) >= 0])
             middle = (view,)
         self.snapshot = snap.with_segments((*current[:start], *middle, *current[start + len(views):]))
-        lane.carry_terms(self.snapshot, snap)
+        termcarry.adopt_memo(self.snapshot, snap, translated, termcarry.merge_layout(
+            views[0].segment, len(views), merged, snap=snap), merged if merged.n_docs else None)
+        termcarry.carry_terms(self.snapshot, snap)
         self.merges += 1
         self.merged_documents += merged.n_docs
 

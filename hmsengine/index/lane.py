@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -70,91 +70,78 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
     (local id per view or -1, postings over all views, global idf, the lane's record, postings
     per view), from ``memo`` (``snap.memo("terms")``) or computed and remembered there.
 
-    A term the snapshot this one succeeds knew (``carry_terms``: a fold or a merge landed, the
-    same documents) keeps its idf and, for every view both show, its local id and postings;
-    only the new views are looked up. The others get their idf from one ``bm25_idfs`` call over
+    A term the snapshot this one succeeds knew (``termcarry.carry_terms``: a fold or a merge
+    landed, the same documents) keeps its idf and, for every view both show, its local id and
+    postings; only the new views are looked up. The others get their idf from one ``bm25_idfs`` call over
     all of them (one numpy call: one per missed term made a query of new terms pay it three or
     four times; every write starts a new snapshot, so right after writes most terms are new).
     The same bits as ``bm25_idf`` over an array, as for a whole query."""
     found: list[TermInfo | None] = [memo.get(term) for term in terms]
     if None not in found:
         return found  # type: ignore[return-value]
-    missed = {term: n for n, term in enumerate(terms) if found[n] is None}
     lookups = _term_lookups(snap)
-    carried: _Carried | None = snap.memo("kernel").get("carried")
-    known, columns = carried if carried is not None else ({}, ())
-    computed: list[tuple[str, int, tuple[int, ...], tuple[int, ...], float | None]] = []
+    carried: Carried | None = snap.memo("kernel").get("carried")
+    known, columns = carried if carried is not None else (_NOTHING_CARRIED, ())
+    computed: list[tuple[int, str, tuple[int, ...], tuple[int, ...], float | None]] = []
     dfs = []
-    for term, n in missed.items():
+    for n, term in enumerate(terms):
+        if found[n] is not None:
+            continue
         ids: list[int] = []
         counts: list[int] = []
-        df = 0
         before = known.get(term)
-        for view, (vocab, offsets, view_df) in enumerate(lookups):
-            if before is not None and view < len(columns) and (column := columns[view]) >= 0:
-                ids.append(before[0][column])
-                counts.append(before[4][column])
+        if before is None:
+            df = 0
+            for vocab, offsets, view_df in lookups:
+                local = vocab.get(term, -1)
+                ids.append(local)
+                if local >= 0:
+                    counts.append(offsets[local + 1] - offsets[local])
+                    df += view_df[local]
+                else:
+                    counts.append(0)
+            dfs.append(df)
+            computed.append((n, term, tuple(ids), tuple(counts), None))
+            continue
+        old_ids, old_counts = before[0], before[4]
+        for view, (vocab, offsets, _) in enumerate(lookups):
+            if view < len(columns) and (column := columns[view]) >= 0:
+                ids.append(old_ids[column])
+                counts.append(old_counts[column])
                 continue
             local = vocab.get(term, -1)
             ids.append(local)
-            if local >= 0:
-                counts.append(offsets.item(local + 1) - offsets.item(local))
-                df += view_df.item(local)
-            else:
-                counts.append(0)
-        if before is None:
-            dfs.append(df)
-        computed.append((term, n, tuple(ids), tuple(counts), None if before is None else before[2]))
+            counts.append(offsets[local + 1] - offsets[local] if local >= 0 else 0)
+        computed.append((n, term, tuple(ids), tuple(counts), before[2]))
     idfs = iter(bm25_idfs(dfs, snap.n_live) if dfs else ())
     # First in, first out (dicts keep insertion order); a query of more new terms than the memo
     # holds keeps them all, until the next query.
-    for _ in range(min(len(memo) + len(missed) - TERM_MEMO_SIZE, len(memo))):
+    for _ in range(min(len(memo) + len(computed) - TERM_MEMO_SIZE, len(memo))):
         del memo[next(iter(memo))]
-    record = struct.Struct(f"={1 + len(lookups)}d").pack
-    for term, n, local_ids, per_view, idf in computed:
+    record = record_packer(len(lookups))
+    for n, term, local_ids, per_view, idf in computed:
         if idf is None:
             idf = next(idfs)
         found[n] = memo[term] = (local_ids, sum(per_view), idf, record(idf, *local_ids), per_view)
     return found  # type: ignore[return-value]
 
 
-# What a snapshot's term memo may take from its predecessor's (``carry_terms``): that memo, and
-# per view of the snapshot the index of the same view in the predecessor's, or -1.
-_Carried = tuple[dict[str, TermInfo], tuple[int, ...]]
+_NOTHING_CARRIED: dict[str, TermInfo] = {}
+_PACKERS: dict[int, Callable[..., bytes]] = {}
 
 
-def carry_terms(snap: Snapshot, previous: Snapshot) -> None:
-    """Let ``snap`` take what ``previous``'s term memo knows, when ``snap`` holds the same live
-    documents (the same revision: a fold or a merge made it) and both views are known: the idf
-    of each term is then the same, and so are its local id and postings in every view both
-    snapshots show (the same objects). Right after a fold or a merge, the first query of each
-    term cost ~7 us for its lookups in every view and its idf (bench/results/lexical.notes.md).
+def record_packer(n_views: int) -> Callable[..., bytes]:
+    """The packer of a term's lane record for ``n_views`` views (made once per count: a
+    ``struct.Struct`` costs ~0.2 us to make)."""
+    found = _PACKERS.get(n_views)
+    if found is None:
+        found = _PACKERS[n_views] = struct.Struct(f"={1 + n_views}d").pack
+    return found
 
-    Holds the predecessor's memo, not its views: the views are compared here, while both
-    snapshots hold them. The caller calls this once ``snap`` replaced ``previous``."""
-    if snap.revision != previous.revision:
-        return
-    # Without its tail's view yet (built by its first query), the segments: the tail's view,
-    # last, is then looked up.
-    new_views = snap.built_views() or snap.segments
-    known: dict[str, TermInfo] = previous.memo("terms")
-    if known:
-        old_views = previous.built_views()  # what the memo's local ids are indexed by
-        if old_views is None:
-            return
-        where = {id(view): i for i, view in enumerate(old_views)}
-        columns = tuple(where.get(id(view), -1) for view in new_views)
-    else:
-        # No query read ``previous`` (a merge and a fold landed together): pass on what it
-        # carried, its columns composed with ours.
-        before: _Carried | None = previous.memo("kernel").get("carried")
-        if before is None:
-            return
-        known, old_columns = before
-        where = {id(view): i for i, view in enumerate(previous.built_views() or previous.segments)}
-        columns = tuple(old_columns[i] if 0 <= (i := where.get(id(view), -1)) < len(old_columns)
-                        else -1 for view in new_views)
-    snap.memo("kernel")["carried"] = (known, columns)
+
+# What a snapshot's term memo may take from its predecessor's (``termcarry.carry_terms``): that
+# memo, and per view of the snapshot the index of the same view in the predecessor's, or -1.
+Carried = tuple[dict[str, TermInfo], tuple[int, ...]]
 
 
 # MaxScore reads the postings of the terms that are not needed to fill the top k only in part
@@ -227,13 +214,15 @@ def lane_plan(snap: Snapshot) -> LanePlan:
     return found
 
 
-def _term_lookups(snap: Snapshot) -> list[tuple[dict[str, int], np.ndarray, np.ndarray]]:
+def _term_lookups(snap: Snapshot) -> list[tuple[dict[str, int], memoryview, memoryview]]:
     """Per view: (its segment's vocabulary, postings offsets, the view's live document
-    frequencies), made once per snapshot for the terms the memo misses."""
+    frequencies), made once per snapshot for the terms the memo misses. The arrays as
+    memoryviews (``ndarray.data``): indexing one gives a Python int in ~10 ns, ``ndarray.item``
+    in ~35 ns, and a missed term reads three per view."""
     kernel = snap.memo("kernel")
-    found: list[tuple[dict[str, int], np.ndarray, np.ndarray]] | None = kernel.get("lookups")
+    found: list[tuple[dict[str, int], memoryview, memoryview]] | None = kernel.get("lookups")
     if found is None:
-        found = kernel["lookups"] = [(v.segment.vocab, v.segment.terms.offsets, v.df)
+        found = kernel["lookups"] = [(v.segment.vocab, v.segment.terms.offsets.data, v.df.data)
                                      for v in snap.views]
     return found
 

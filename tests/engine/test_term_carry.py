@@ -1,5 +1,7 @@
-"""A fold or a merge carries the term memo over (index/lane.carry_terms): what the new snapshot
-takes from it is exactly what it would compute afresh."""
+"""A fold or a merge carries the term memo over (index/termcarry.py): ready at the landing
+(translated in its worker thread and at the landing, ``adopt_memo``), or lazily (``carry_terms``)
+for what that could not cover. What the new snapshot takes is exactly what it would compute
+afresh."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import trio
 
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
-from hmsengine.index import lane
+from hmsengine.index import lane, termcarry
 from hmsengine.index.mergepolicy import MergePolicy
 from hmsengine.index.snapshot import Snapshot
 
@@ -87,6 +89,7 @@ async def test_a_merge_and_a_fold_carry_exactly_what_a_fresh_snapshot_computes(m
         await indexer._merge(1, 4)
         merged = indexer.snapshot
         assert merged is not before and merged.revision == before.revision
+        assert set(queried) <= set(merged.memo("terms")), "translated in the merge's thread"
         assert "carried" in merged.memo("kernel")
         lane.term_infos(merged, merged.memo("terms"), queried)
         assert calls == [], "carried terms keep their idf"
@@ -100,6 +103,7 @@ async def test_a_merge_and_a_fold_carry_exactly_what_a_fresh_snapshot_computes(m
                 await trio.sleep(0.02)
         folded = indexer.snapshot
         assert len(folded.segments) == 5 and folded.revision == before.revision
+        assert set(queried) <= set(folded.memo("terms")), "translated in the fold's thread"
         assert "carried" in folded.memo("kernel")
         _same_as_fresh(folded, TERMS)
         for i in range(0, len(TERMS) - 2, 2):
@@ -117,19 +121,21 @@ async def test_nothing_is_carried_over_a_write():
         await _fill(engine, TERMS[:30])
         before = engine._indexer.snapshot
         same = _fresh(before)
-        lane.carry_terms(same, before)
+        termcarry.carry_terms(same, before)
         assert "carried" in same.memo("kernel")  # the same revision: carried
         await engine.put_document("x", "w1 w2 w3")
         after = engine._indexer.snapshot
-        lane.carry_terms(after, before)
+        termcarry.carry_terms(after, before)
         assert after.revision != before.revision
         assert "carried" not in after.memo("kernel")
         _same_as_fresh(after, TERMS)
 
 
 async def test_a_merge_and_a_fold_landing_together_pass_the_memo_on(monkeypatch):
-    """No query reads the snapshot a merge made before a fold replaces it: the fold's snapshot
+    """No query reads the snapshot a merge made before a fold replaces it, and neither landing
+    took a memo ready (as when more terms came than a landing translates): the fold's snapshot
     takes what the merge's carried (columns composed), and it is exact."""
+    monkeypatch.setattr(termcarry, "adopt_memo", lambda *args: False)
     monkeypatch.setattr(indexer_module, "MERGE_POLICY",
                         MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
@@ -160,3 +166,61 @@ async def test_a_merge_and_a_fold_landing_together_pass_the_memo_on(monkeypatch)
         lane.term_infos(folded, folded.memo("terms"), TERMS)
         assert calls == []
         _same_as_fresh(folded, TERMS)
+
+
+async def test_a_memo_is_adopted_only_by_the_snapshot_it_was_made_for(monkeypatch):
+    """A merge's landing takes the memo its worker translated, with the terms queries added
+    since translated at the landing, or its predecessor's memo translated whole; only for the
+    snapshot it lays out (the same revision, the same views), and only up to
+    ``ADOPT_LATE_TERMS`` terms translated at the landing. Whatever is adopted equals a fresh
+    computation."""
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)  # folds when told to
+    texts = _texts(11, 900)
+    async with Engine.open(None, analyzer="simple") as engine:
+        indexer = engine._indexer
+        for start in range(0, 900, 300):
+            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                        for i in range(start, start + 300)])
+            await indexer._fold()
+        await engine.delete_document("d7")
+        await _fill(engine, TERMS[::2])
+        before = indexer.snapshot
+        assert len(before.segments) == 3 and not before.tail
+        source = termcarry.carry_source(before)
+        segment = indexer._merged([v.segment for v in before.segments[:2]],
+                                  [v.live for v in before.segments[:2]], None)
+        layout = termcarry.merge_layout(before.segments[0].segment, 2, segment, snap=before)
+        assert layout == (-1, 2)
+        translated = termcarry.translate_memo(source, layout, segment)
+        assert set(translated.memo) == set(TERMS[::2])
+        lane.term_infos(before, before.memo("terms"), TERMS[1::2])  # while the worker works
+
+        def merged(snap: Snapshot) -> Snapshot:
+            return snap.with_segments((indexer_module.SegmentView.fresh(segment),
+                                       snap.segments[2]))
+
+        for made in (translated, None):  # the worker's and the late terms; all at the landing
+            landed = merged(before)
+            assert termcarry.adopt_memo(landed, before, made, layout, segment)
+            assert set(landed.memo("terms")) == set(TERMS)
+            _same_as_fresh(landed, TERMS)
+        monkeypatch.setattr(termcarry, "ADOPT_LATE_TERMS", len(TERMS) // 2 - 1)
+        bounded = merged(before)
+        assert termcarry.adopt_memo(bounded, before, translated, layout, segment)
+        assert set(bounded.memo("terms")) == set(TERMS[::2]), "too many late terms: lazily"
+        assert not termcarry.adopt_memo(merged(before), before, None, layout, segment)
+        monkeypatch.setattr(termcarry, "ADOPT_LATE_TERMS", 2048)
+        assert not termcarry.adopt_memo(merged(before), before, translated, (2, -1), segment)
+        other = indexer._merged([v.segment for v in before.segments[:2]],
+                                [v.live for v in before.segments[:2]], None)
+        assert not termcarry.adopt_memo(merged(before), before, translated, layout, other)
+        await engine.delete_document("d8")  # in the first segment: the third view is kept
+        written = indexer.snapshot
+        assert written.revision != before.revision and written.segments[2] is before.segments[2]
+        after_write = merged(written)
+        assert after_write.revision != before.revision
+        assert not termcarry.adopt_memo(after_write, before, translated, layout, segment)
+        assert not after_write.memo("terms")
