@@ -165,9 +165,11 @@ def merge_layout(first: Segment, count: int, merged: Segment, *, snap: Snapshot)
     return (*range(start), *new, *range(start + count, len(views)))
 
 
-# At a landing, at most this many terms are translated on the event loop (~0.7 us each): the
-# terms queries added to the predecessor's memo after the worker copied it, or its whole memo
-# when another fold or merge landed meanwhile. More are carried lazily (``carry_terms``).
+# At a landing, at most this many terms are translated on the event loop: the terms queries
+# added to the predecessor's memo after the worker copied it, or its whole memo when another
+# fold or merge landed meanwhile. ~0.8 us a term, so at most ~1.6 ms once per landing, where
+# the first queries after it paid ~1-1.7 us a term (and a query's fixed cost) to look each up
+# lazily; more are carried lazily (``carry_terms``).
 ADOPT_LATE_TERMS = 2048
 
 
