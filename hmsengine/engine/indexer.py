@@ -552,10 +552,11 @@ class Indexer:
         lives = [v.live for v in views]
         edim = self._core.table.embedding_dim
         before = self.snapshot
+        source = termcarry.carry_source(before)
         merged, translated = await trio.to_thread.run_sync(
             termcarry.built_with_memo, self._merged, ([v.segment for v in views], lives, edim),
-            termcarry.carry_source(before), functools.partial(
-                termcarry.merge_layout, views[0].segment, len(views), snap=before))
+            source, functools.partial(termcarry.merge_layout, views[0].segment, len(views),
+                                      snap=before, views=source[1]))
         snap = self.snapshot
         current = snap.segments
         start = next(i for i, v in enumerate(current) if v.segment is views[0].segment)

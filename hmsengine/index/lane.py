@@ -72,10 +72,11 @@ def term_infos(snap: Snapshot, memo: dict[str, TermInfo], terms: Sequence[str]) 
 
     A term the snapshot this one succeeds knew (``termcarry.carry_terms``: a fold or a merge
     landed, the same documents) keeps its idf and, for every view both show, its local id and
-    postings; only the new views are looked up. The others get their idf from one ``bm25_idfs`` call over
-    all of them (one numpy call: one per missed term made a query of new terms pay it three or
-    four times; every write starts a new snapshot, so right after writes most terms are new).
-    The same bits as ``bm25_idf`` over an array, as for a whole query."""
+    postings; only the new views are looked up. The others get their idf from one
+    ``bm25_idfs`` call over all of them (one numpy call: one per missed term made a query of
+    new terms pay it three or four times; every write starts a new snapshot, so right after
+    writes most terms are new). The same bits as ``bm25_idf`` over an array, as for a whole
+    query."""
     found: list[TermInfo | None] = [memo.get(term) for term in terms]
     if None not in found:
         return found  # type: ignore[return-value]

@@ -154,13 +154,16 @@ def fold_layout(segment: Segment | None, *, snap: Snapshot) -> Layout:
     return (*range(len(snap.segments)), *new)
 
 
-def merge_layout(first: Segment, count: int, merged: Segment, *, snap: Snapshot) -> Layout:
+def merge_layout(first: Segment, count: int, merged: Segment, *, snap: Snapshot,
+                 views: tuple[SegmentView, ...] | None = None) -> Layout:
     """The views of the snapshot the merge of ``count`` of ``snap``'s segments from ``first``
-    into ``merged`` lands, in terms of ``snap``'s: those before, the merged segment's (unless
-    it has no document), those after, and the tail's if built."""
+    into ``merged`` lands, in terms of ``snap``'s (``views``: as ``carry_source`` took them, so
+    that a worker thread does not read them off ``snap``): those before, the merged segment's
+    (unless it has no document), those after, and the tail's if built."""
     segments = snap.segments
     start = next(i for i, v in enumerate(segments) if v.segment is first)
-    views = snap.built_views() or segments
+    if views is None:
+        views = snap.built_views() or segments
     new = (-1,) if merged.n_docs else ()
     return (*range(start), *new, *range(start + count, len(views)))
 
