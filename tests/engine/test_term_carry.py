@@ -57,6 +57,22 @@ def _idf_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def _builder_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The builder merges and consolidates nothing on its own, and folds when told to."""
+    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
+                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)
+
+
+async def _segments_of_300(engine: Engine, texts: list[str], end: int) -> None:
+    """``texts[:end]`` put and folded 300 at a time: a segment each."""
+    for start in range(0, end, 300):
+        await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
+                                    for i in range(start, start + 300)])
+        await engine._indexer._fold()
+
+
 async def test_a_merge_and_a_fold_carry_exactly_what_a_fresh_snapshot_computes(monkeypatch):
     """Segments with deletions, a tail, the memo filled by searches; then a merge of some of the
     segments and a fold of the tail (the same documents): each new snapshot's terms, carried,
@@ -136,17 +152,11 @@ async def test_a_merge_and_a_fold_landing_together_pass_the_memo_on(monkeypatch)
     took a memo ready (as when more terms came than a landing translates): the fold's snapshot
     takes what the merge's carried (columns composed), and it is exact."""
     monkeypatch.setattr(termcarry, "adopt_memo", lambda *args: False)
-    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
-                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
-    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
-    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)  # folds when told to
+    _builder_told(monkeypatch)
     texts = _texts(8, 1400)
     async with Engine.open(None, analyzer="simple") as engine:
         indexer = engine._indexer
-        for start in range(0, 1200, 300):
-            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
-                                        for i in range(start, start + 300)])
-            await indexer._fold()
+        await _segments_of_300(engine, texts, 1200)
         await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
                                     for i in range(1200, 1400)])  # a tail
         for i in range(0, 1400, 11):
@@ -174,17 +184,11 @@ async def test_a_memo_is_adopted_only_by_the_snapshot_it_was_made_for(monkeypatc
     snapshot it lays out (the same revision, the same views), and only up to
     ``ADOPT_LATE_TERMS`` terms translated at the landing. Whatever is adopted equals a fresh
     computation."""
-    monkeypatch.setattr(indexer_module, "MERGE_POLICY",
-                        MergePolicy(ratio=0.0, max_merge=0, max_segments=10**6))
-    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
-    monkeypatch.setattr(indexer_module, "FOLD_IDLE_SECONDS", 3600.0)  # folds when told to
+    _builder_told(monkeypatch)
     texts = _texts(11, 900)
     async with Engine.open(None, analyzer="simple") as engine:
         indexer = engine._indexer
-        for start in range(0, 900, 300):
-            await engine.put_documents([{"id": f"d{i}", "text": texts[i]}
-                                        for i in range(start, start + 300)])
-            await indexer._fold()
+        await _segments_of_300(engine, texts, 900)
         await engine.delete_document("d7")
         await _fill(engine, TERMS[::2])
         before = indexer.snapshot
