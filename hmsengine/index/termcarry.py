@@ -19,6 +19,7 @@ Nothing is carried over a write: a write changes the live documents, so every id
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -98,45 +99,38 @@ def translate_memo(source: CarrySource, layout: Layout, segment: Segment | None)
     """``source``'s memo for a snapshot of the same documents whose views ``layout`` lays out in
     terms of the source's views, ``segment``'s for -1. Worker thread or event loop."""
     entries, views, revision = source
-    return TranslatedMemo(memo=_translated(entries, layout, segment), views=views, layout=layout,
-                          segment=segment, revision=revision)
+    return TranslatedMemo(memo=_translated(entries, len(views), layout, segment), views=views,
+                          layout=layout, segment=segment, revision=revision)
 
 
-def _translated(entries: dict[str, TermInfo], layout: Layout,
+def _translated(entries: dict[str, TermInfo], n_views: int, layout: Layout,
                 segment: Segment | None) -> dict[str, TermInfo]:
-    # Each term's local id and postings from its column, or looked up in ``segment``; its idf
-    # kept. A layout is most often a run of columns, the new view, a run (a fold, a merge):
-    # three tuple slices then, where a comprehension over the layout cost ~2x.
+    # Each term's local id and postings from its column (of ``n_views``), or looked up in
+    # ``segment``; its idf kept. A term's ids with the new one appended, picked by one
+    # ``itemgetter`` (~0.8 us a term; a comprehension over the layout ~1.1 us).
     vocab: dict[str, int] = segment.vocab if segment is not None else {}
     offsets = segment.terms.offsets.data if segment is not None else None
     record = record_packer(len(layout))
-    runs = _runs(layout)
+    pick = _picker([column if column >= 0 else n_views for column in layout])
     memo: dict[str, TermInfo] = {}
     for term, (old_ids, _, idf, _, old_counts) in entries.items():
         local = vocab.get(term, -1)
         count = offsets[local + 1] - offsets[local] if offsets is not None and local >= 0 else 0
-        if runs is not None:
-            a, b, c, d = runs
-            ids = (*old_ids[a:b], local, *old_ids[c:d])
-            counts = (*old_counts[a:b], count, *old_counts[c:d])
-        else:
-            ids = tuple([old_ids[col] if col >= 0 else local for col in layout])
-            counts = tuple([old_counts[col] if col >= 0 else count for col in layout])
+        ids = pick((*old_ids, local))
+        counts = pick((*old_counts, count))
         memo[term] = (ids, sum(counts), idf, record(idf, *ids), counts)
     return memo
 
 
-def _runs(layout: Layout) -> tuple[int, int, int, int] | None:
-    """``(a, b, c, d)`` when ``layout`` is columns ``a..b-1``, the new view, then ``c..d-1``."""
-    if layout.count(-1) != 1:
-        return None
-    at = layout.index(-1)
-    before, after = layout[:at], layout[at + 1:]
-    a = before[0] if before else 0
-    c = after[0] if after else 0
-    if before != tuple(range(a, a + len(before))) or after != tuple(range(c, c + len(after))):
-        return None
-    return a, a + len(before), c, c + len(after)
+def _picker(columns: list[int]) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """A function that picks ``columns`` of a tuple, as a tuple (``itemgetter`` gives a bare
+    item for one column, and takes none)."""
+    if len(columns) >= 2:
+        return operator.itemgetter(*columns)
+    if columns:
+        column = columns[0]
+        return lambda t: (t[column],)
+    return lambda t: ()
 
 
 def built_with_memo(build: Callable[..., Segment], args: tuple[Any, ...], source: CarrySource,
@@ -208,5 +202,5 @@ def adopt_memo(snap: Snapshot, previous: Snapshot, translated: TranslatedMemo | 
     memo = snap.memo("terms")
     memo.update(base)
     if late:
-        memo.update(_translated({term: known[term] for term in late}, layout, segment))
+        memo.update(_translated({term: known[term] for term in late}, len(old), layout, segment))
     return True

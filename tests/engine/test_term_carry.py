@@ -13,7 +13,9 @@ import trio
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
 from hmsengine.index import lane, termcarry
+from hmsengine.index.analyzer import get_analyzer
 from hmsengine.index.mergepolicy import MergePolicy
+from hmsengine.index.segment import build_segment
 from hmsengine.index.snapshot import Snapshot
 
 VOCAB = 120
@@ -228,3 +230,26 @@ async def test_a_memo_is_adopted_only_by_the_snapshot_it_was_made_for(monkeypatc
         assert after_write.revision != before.revision
         assert not termcarry.adopt_memo(after_write, before, translated, layout, segment)
         assert not after_write.memo("terms")
+
+
+def test_a_translation_lays_out_any_views():
+    """``translate_memo`` over layouts of no view, one, a reordering and the new segment's in the
+    middle: each term's ids and postings by column, the new segment's looked up, the idf kept,
+    the record re-packed."""
+    segment = build_segment(get_analyzer("simple"), ids=["a", "b"], texts=["x y", "y z z"],
+                            embeddings=[None, None], first_docnum=0, dim=16, embedding_dim=None)
+    idf = 0.75
+    old = {"y": ((4, -1), 3, idf, b"", (2, 1)), "q": ((-1, 7), 5, idf, b"", (0, 5))}
+    views = (object(), object())  # the views the old columns index: only their count is read
+    source = (old, views, 9)
+    local_y = segment.vocab["y"]
+    for layout, want_y, want_q in (
+            ((), ((), ()), ((), ())),
+            ((-1,), ((local_y,), (2,)), ((-1,), (0,))),
+            ((1, 0), ((-1, 4), (1, 2)), ((7, -1), (5, 0))),
+            ((1, -1, 0), ((-1, local_y, 4), (1, 2, 2)), ((7, -1, -1), (5, 0, 0)))):
+        memo = termcarry.translate_memo(source, layout, segment).memo  # type: ignore[arg-type]
+        for term, (ids, counts) in (("y", want_y), ("q", want_q)):
+            got = memo[term]
+            assert (got[0], got[4], got[1], got[2]) == (ids, counts, sum(counts), idf), layout
+            assert got[3] == lane.record_packer(len(layout))(idf, *ids)
