@@ -29,6 +29,7 @@ engine compares each document's version key).
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 import zlib
@@ -93,9 +94,23 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _terms_by_id(vocab: dict[str, int]) -> list[str]:
+    """``sorted(vocab, key=vocab.__getitem__)``: the keys as they are when the ids number them
+    in insertion order (as every build, merge and load makes them), checked a piece at a time.
+    The sort is one C-level call that holds the GIL: ~200 ms at a million terms."""
+    terms = list(vocab)
+    ids = iter(vocab.values())
+    for lo in range(0, len(terms), _JSON_PIECE):
+        n = min(_JSON_PIECE, len(terms) - lo)
+        if not np.array_equal(np.fromiter(itertools.islice(ids, n), np.int64, n),
+                              np.arange(lo, lo + n)):
+            return sorted(vocab, key=vocab.__getitem__)
+    return terms
+
+
 def _segment_header(segment: Segment, arrays: dict[str, list[Any]]) -> bytes:
     # json.dumps of {"n_docs", "ids", "vocab", "arrays"} in that order, byte for byte.
-    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
+    vocab = _terms_by_id(segment.vocab)
     return ('{"n_docs":' + _dumps(segment.n_docs) + ',"ids":' + _json_list(list(segment.ids))
             + ',"vocab":' + _json_list(vocab) + ',"arrays":' + _dumps(arrays) + "}").encode()
 
