@@ -540,9 +540,8 @@ class Indexer:
             tail_dead=frozenset(d for d in snap.tail_dead if d not in folded),
             tail_segment=self.tail_segment, load_texts=self.load_texts,
         )
-        termcarry.adopt_memo(self.snapshot, snap, translated, termcarry.fold_layout(segment, snap=snap),
-                             segment if segment is not None and segment.n_docs else None)
-        termcarry.carry_terms(self.snapshot, snap)
+        termcarry.hand_over(self.snapshot, snap, translated,
+                            termcarry.fold_layout(segment, snap=snap), segment)
         self.folds += 1
         if self.snapshot.tail:
             self._wake.set()  # commits landed while we folded: their tail needs folding too
@@ -571,9 +570,8 @@ class Indexer:
                 view = view.without([merged.local(d) for d in died if merged.local(d) >= 0])
             middle = (view,)
         self.snapshot = snap.with_segments((*current[:start], *middle, *current[start + len(views):]))
-        termcarry.adopt_memo(self.snapshot, snap, translated, termcarry.merge_layout(
-            views[0].segment, len(views), merged, snap=snap), merged if merged.n_docs else None)
-        termcarry.carry_terms(self.snapshot, snap)
+        termcarry.hand_over(self.snapshot, snap, translated, termcarry.merge_layout(
+            views[0].segment, len(views), merged, snap=snap), merged)
         self.merges += 1
         self.merged_documents += merged.n_docs
 

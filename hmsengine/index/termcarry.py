@@ -138,13 +138,13 @@ def built_with_memo(build: Callable[..., Segment], args: tuple[Any, ...], source
     """``build(*args)`` (a fold's or a merge's new segment), and ``source``'s memo translated
     for the snapshot whose views ``layout_of(segment)`` lays out. Worker thread."""
     segment = build(*args)
-    return segment, translate_memo(source, layout_of(segment), segment if segment.n_docs else None)
+    return segment, translate_memo(source, layout_of(segment), _with_documents(segment))
 
 
 def fold_layout(segment: Segment | None, *, snap: Snapshot) -> Layout:
     """The views of the snapshot a fold of all of ``snap``'s tail into ``segment`` lands, in
     terms of ``snap``'s: its segments', then the new segment's (unless it has no document)."""
-    new = (-1,) if segment is not None and segment.n_docs else ()
+    new = (-1,) if _with_documents(segment) is not None else ()
     return (*range(len(snap.segments)), *new)
 
 
@@ -190,8 +190,7 @@ def adopt_memo(snap: Snapshot, previous: Snapshot, translated: TranslatedMemo | 
             return False
     base: dict[str, TermInfo] = {}
     if translated is not None and translated.layout == layout and translated.segment is segment \
-            and translated.revision == previous.revision and len(translated.views) == len(old) \
-            and all(a is b for a, b in zip(translated.views, old, strict=True)):
+            and translated.revision == previous.revision and _same(translated.views, old):
         base = translated.memo
     known = previous.memo("terms").copy()  # atomic, while a worker's query may insert
     late = known.keys() - base.keys()
@@ -204,3 +203,20 @@ def adopt_memo(snap: Snapshot, previous: Snapshot, translated: TranslatedMemo | 
     if late:
         memo.update(_translated({term: known[term] for term in late}, len(old), layout, segment))
     return True
+
+
+def _same(a: tuple[SegmentView, ...], b: tuple[SegmentView, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def hand_over(snap: Snapshot, previous: Snapshot, translated: TranslatedMemo | None,
+              layout: Layout, segment: Segment | None) -> None:
+    """A fold's or a merge's landing: ``snap``, which replaced ``previous``, takes its memo
+    ready (``adopt_memo``; ``segment`` the new one, ignored without a document) and carries
+    lazily what that did not cover (``carry_terms``)."""
+    adopt_memo(snap, previous, translated, layout, _with_documents(segment))
+    carry_terms(snap, previous)
+
+
+def _with_documents(segment: Segment | None) -> Segment | None:
+    return segment if segment is not None and segment.n_docs else None
