@@ -147,7 +147,8 @@ def encode_segment(segment: Segment, codec: Codec, name: str) -> memoryview:
     _copy_into(raw, 4, header)
     for array, at in placed:
         _copy_into(raw, start + at, array)
-    flags, stored = codec.encode(memoryview(raw), aad=_aad(name))  # type: ignore[arg-type]
+    flags, stored = codec.encode(memoryview(raw), aad=_aad(name),  # type: ignore[arg-type]
+                                 fast=True)  # disposable, rewritten at each merge
     prefix = struct.pack("<4sHBBQII", MAGIC, VERSION, flags, 1, len(stored),
                          zlib.crc32(stored) & 0xFFFFFFFF, 0)
     crc = (zlib.crc32(prefix) ^ FOOTER_CRC_XOR) & 0xFFFFFFFF

@@ -38,6 +38,11 @@ FLAG_ZSTD = 0x01
 FLAG_AEAD = 0x02  # reserved for the encrypted codec
 
 ZSTD_LEVEL = 3
+# Disposable files derived from the journal (index segments, the table snapshot) are written at
+# this level instead (``fast=True``): on a 200k-document index segment level 1 compressed at
+# ~550 MB/s against level 3's ~290 and decompressed ~10% faster, for a file ~4% larger (3.29x
+# against 3.43x). Any zstd decoder reads either; only the writer chooses.
+ZSTD_FAST_LEVEL = 1
 # Payloads under this many bytes are stored in a raw zstd block unless the caller insists (see
 # the module docstring); at or above it they are compressed.
 SMALL_PAYLOAD_BYTES = 1024
@@ -67,11 +72,14 @@ def derived_limit(stored_size: int) -> int:
 _local = threading.local()
 
 
-def _compressor() -> zstandard.ZstdCompressor:
-    c = getattr(_local, "compressor", None)
+def _compressor(fast: bool = False) -> zstandard.ZstdCompressor:
+    name = "fast_compressor" if fast else "compressor"
+    c = getattr(_local, name, None)
     if c is None:
         # write_content_size lets the decompressor size its buffer exactly.
-        c = _local.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True)
+        c = zstandard.ZstdCompressor(level=ZSTD_FAST_LEVEL if fast else ZSTD_LEVEL,
+                                     write_content_size=True)
+        setattr(_local, name, c)
     return c
 
 
@@ -116,12 +124,13 @@ def raw_frame_payload(data: bytes, start: int, size: int) -> bytes | None:
     return data[end:]
 
 
-def zstd_frame(data: bytes, *, compress_small: bool = False) -> bytes:
+def zstd_frame(data: bytes, *, compress_small: bool = False, fast: bool = False) -> bytes:
     """``data`` as one zstd frame: compressed when it has at least ``SMALL_PAYLOAD_BYTES``, else
     in a raw block; with ``compress_small``, a small payload is compressed too and the shorter
-    of the two frames kept (the tiniest texts do not shrink)."""
+    of the two frames kept (the tiniest texts do not shrink); with ``fast``, at
+    ``ZSTD_FAST_LEVEL`` (a disposable file's payload)."""
     if len(data) >= SMALL_PAYLOAD_BYTES:
-        return _compressor().compress(data)
+        return _compressor(fast).compress(data)
     raw = raw_zstd_frame(data)
     if compress_small:
         compressed = _compressor().compress(data)
@@ -135,13 +144,15 @@ class Codec:
 
     encrypted = False
 
-    def encode(self, data: bytes, *, aad: bytes, compress_small: bool = False) -> tuple[int, bytes]:
+    def encode(self, data: bytes, *, aad: bytes, compress_small: bool = False,
+               fast: bool = False) -> tuple[int, bytes]:
         """Return ``(flags, stored bytes)`` for ``data``; ``aad`` binds a ciphertext to its place.
 
         A payload under ``SMALL_PAYLOAD_BYTES`` is stored in a raw zstd block unless
-        ``compress_small`` (compaction, which writes for the long term)."""
+        ``compress_small`` (compaction, which writes for the long term); ``fast`` compresses at
+        ``ZSTD_FAST_LEVEL`` (files derived from the journal, rewritten often)."""
         del aad  # only the encrypted codec binds the position
-        return FLAG_ZSTD, zstd_frame(data, compress_small=compress_small)
+        return FLAG_ZSTD, zstd_frame(data, compress_small=compress_small, fast=fast)
 
     def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int,
                max_size: int = MAX_DECOMPRESSED) -> bytes:

@@ -130,9 +130,10 @@ class SealedCodec(Codec):
     def __init__(self, key: bytes) -> None:
         self._aead = AESGCM(key)
 
-    def encode(self, data: bytes, *, aad: bytes, compress_small: bool = False) -> tuple[int, bytes]:
+    def encode(self, data: bytes, *, aad: bytes, compress_small: bool = False,
+               fast: bool = False) -> tuple[int, bytes]:
         nonce = os.urandom(NONCE_SIZE)
-        frame = zstd_frame(data, compress_small=compress_small)
+        frame = zstd_frame(data, compress_small=compress_small, fast=fast)
         return FLAG_ZSTD | FLAG_AEAD, nonce + self._aead.encrypt(nonce, frame, aad)
 
     def decode(self, flags: int, stored: bytes, *, aad: bytes, where: str, offset: int,

@@ -198,7 +198,7 @@ def encode(codec: Codec, label: bytes, *, journal_end: int, journal_tail: bytes,
     raw = b"".join([struct.pack("<I", len(head)), head, ids_blob, meta_blob,
                     np.ascontiguousarray(columns, dtype="<i8").tobytes(), mask.tobytes(),
                     matrix.tobytes()])
-    flags, stored = codec.encode(raw, aad=label)
+    flags, stored = codec.encode(raw, aad=label, fast=True)  # derived: rewritten often
     return _PREFIX.pack(MAGIC, flags, len(stored), zlib.crc32(stored) & 0xFFFFFFFF) + stored
 
 

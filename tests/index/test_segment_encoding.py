@@ -38,7 +38,7 @@ def _plain_encoding(segment, codec, name):  # type: ignore[no-untyped-def]
     header = json.dumps({"n_docs": segment.n_docs, "ids": list(segment.ids), "vocab": vocab,
                          "arrays": arrays}, ensure_ascii=False, separators=(",", ":")).encode()
     raw = struct.pack("<I", len(header)) + header + bytes((-len(header) - 4) % 8) + b"".join(blobs)
-    flags, stored = codec.encode(raw, aad=persist._aad(name))
+    flags, stored = codec.encode(raw, aad=persist._aad(name), fast=True)  # zstd level 1
     prefix = struct.pack("<4sHBBQII", persist.MAGIC, persist.VERSION, flags, 1, len(stored),
                          zlib.crc32(stored) & 0xFFFFFFFF, 0)
     crc = (zlib.crc32(prefix) ^ persist.FOOTER_CRC_XOR) & 0xFFFFFFFF

@@ -20,6 +20,7 @@ from hmsengine.storage.codec import (
     FLAG_ZSTD,
     PLAIN,
     SMALL_PAYLOAD_BYTES,
+    Codec,
     raw_frame_payload,
     raw_zstd_frame,
     zstd_frame,
@@ -75,6 +76,24 @@ def test_payloads_from_the_threshold_up_are_compressed() -> None:
     frame = zstd_frame(text)
     assert len(frame) < len(text) // 2
     assert zstandard.ZstdDecompressor().decompress(frame) == text
+
+
+def test_fast_frames_are_zstd_level_1_and_decode_like_any_other() -> None:
+    """Files derived from the journal are written at ZSTD_FAST_LEVEL; the journal and texts keep
+    ZSTD_LEVEL. Either is one plain zstd frame with its content size."""
+    text = (ENGLISH * 200).encode()
+    fast = zstd_frame(text, fast=True)
+    assert fast == zstandard.ZstdCompressor(level=1, write_content_size=True).compress(text)
+    assert zstd_frame(text) == zstandard.ZstdCompressor(level=3, write_content_size=True).compress(text)
+    assert fast != zstd_frame(text)
+    assert zstandard.ZstdDecompressor().decompress(fast) == text
+    small = ENGLISH.encode()[:100]
+    assert zstd_frame(small, fast=True) == raw_zstd_frame(small)  # small stays raw
+    flags, stored = Codec().encode(text, aad=b"x", fast=True)
+    assert stored == fast and Codec().decode(flags, stored, aad=b"x", where="f", offset=0) == text
+    sealed = SealedCodec(bytes(range(32)))
+    flags, stored = sealed.encode(text, aad=b"y", fast=True)
+    assert sealed.decode(flags, stored, aad=b"y", where="f", offset=0) == text
 
 
 def test_compress_small_keeps_the_shorter_frame() -> None:
