@@ -25,8 +25,10 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
 * ``coldstart``: in fresh processes, ``import hmsengine``, ``Engine.open`` of the existing store
   (persisted segments) and the first and second ``search_documents`` (numba's on-disk cache in
   use; the JSON says where it is).
-* ``vector``: a store of the same documents with 384-dim unit vectors: ``search_documents`` with
-  an embedding only, and fused with BM25, against the cosine kernel called directly.
+* ``vector``: stores of the same documents with 384-dim unit vectors, one the size of an
+  agent's memory (``vector_small``, 5,000 documents: its vector queries run inline) and one of
+  50,000 (they go to a worker thread): ``search_documents`` with an embedding only, and fused
+  with BM25, against the cosine kernel called directly, and the general path's steps.
 * ``cosine``: ``cosine_topk`` over 1,000,000 x 384 float32 rows against faiss ``IndexFlatIP``
   with one thread (``--cosine-rows``).
 
@@ -98,9 +100,9 @@ SEED = 20240611
 K = 10
 DEFAULTS: dict[str, Any] = {"sizes": (50_000, 200_000), "queries": 300, "passes": 5,
                             "cosine_rows": 1_000_000, "dim": 384, "vector_docs": 50_000,
-                            "cold_repeats": 3}
+                            "vector_small_docs": 5_000, "cold_repeats": 3}
 QUICK: dict[str, Any] = {"sizes": (10_000,), "queries": 100, "passes": 2, "cosine_rows": 50_000,
-                         "vector_docs": 5_000, "cold_repeats": 1}
+                         "vector_docs": 5_000, "vector_small_docs": 1_000, "cold_repeats": 1}
 PARTS = ("breakdown", "memory", "coldstart", "vector", "cosine")
 
 
@@ -596,12 +598,16 @@ async def run_all(params: dict[str, Any], parts: set[str], root: Path, seed: int
             out["memory"] = await memory_part(path / "s", params["sizes"][0], params["queries"],
                                               params["passes"], seed)
     if "vector" in parts:
-        _log("  vectors")
-        corpus = _corpus(params["vector_docs"], params["queries"], seed)
-        with fresh_dir(root, "vector") as path:
-            out["vector"] = await vector_part(path / "s", corpus, params["dim"], params["passes"],
-                                              seed)
-        _log(f"  vector p50 us: {out['vector']['p50_us']}")
+        # A store the size of an agent's memory (its vector queries run inline) and a larger
+        # one (they run in a worker thread: readers.INLINE_WORK).
+        for key, docs in (("vector_small", params["vector_small_docs"]),
+                          ("vector", params["vector_docs"])):
+            _log(f"  vectors at {docs:,}")
+            corpus = _corpus(docs, params["queries"], seed)
+            with fresh_dir(root, key) as path:
+                out[key] = await vector_part(path / "s", corpus, params["dim"], params["passes"],
+                                             seed)
+            _log(f"  vector p50 us: {out[key]['p50_us']}")
     if "cosine" in parts:
         _log("  cosine vs faiss")
         out["cosine"] = cosine_part(params["cosine_rows"], params["dim"], 3, seed)

@@ -171,8 +171,9 @@ def section_overhead(res: Result) -> str:
                                   [[fmt_num(m.get(k), ".3f") for k in
                                     ("import_s", "open_s", "first_query_s", "second_query_s",
                                      "open_to_first_answer_s")]]))
-    vec = res.get("vector")
-    if isinstance(vec, dict):
+    for vec in (res.get("vector_small"), res.get("vector")):
+        if not isinstance(vec, dict):
+            continue
         rows = [[k, fmt_num(v, ",.1f")] for k, v in (vec.get("p50_us") or {}).items()]
         rows.append(["overhead of a vector query over its kernel",
                      fmt_num(vec.get("vector_overhead_us"), ",.1f")])

@@ -59,6 +59,12 @@ RARE_MIN_DF = 2
 def rare_df(n_docs: int) -> int:
     """The largest document frequency of a term the exact-term floor counts as rare."""
     return max(RARE_MIN_DF, int(n_docs * RARE_SHARE))
+# Vector entries per unit of the estimated work (``prepare``): cosine_topk reads an entry in
+# ~0.16-0.24 ns (memory bandwidth: 1k-20k rows of 384-1536 dimensions, 2026-12-05), a unit of
+# the lexical estimate costs ~8-10 ns (INLINE_WORK's 60,000 units ran in ~0.5-0.7 ms), so a
+# vector query of the same cost runs inline too (up to ~7.5k rows of 384 dimensions) instead of
+# paying a thread round trip of 0.1-0.45 ms (PERF-NOTES.md) beside a kernel of 0.1-0.5 ms.
+VECTOR_ENTRIES_PER_WORK = 48
 # A candidate set this small (filtered searches) is scored document by document.
 SMALL_CANDIDATES = 2048
 
@@ -137,7 +143,7 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
                 work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None \
                     else 10 ** 9
             if q.embedding is not None and seg.embeddings is not None:
-                work += seg.embeddings.size
+                work += seg.embeddings.size // VECTOR_ENTRIES_PER_WORK
     if q.candidates is not None:
         # The filtered path scores only the candidates (a binary search per term and document).
         work = sum(int(c.size) for c in q.candidates.values()) * max(len(rows), 1) * 16

@@ -134,16 +134,34 @@ def cosine_exact_rows(
     ``query`` (float64[d]): ``out[i] = sum_j float64(matrix[rows[i], j]) * query[j]``, summed in
     column order 0..d-1 from 0.0 (one fixed order, independent of BLAS and of the row's place).
     The exact scores fusion ranks a few candidates by (``index.search``), one call for all of
-    them. Releases the GIL; O(len(rows) * d); rows must be in range."""
+    them. Releases the GIL; O(len(rows) * d); rows must be in range.
+
+    Four rows at a time: each row's sum is still one chain of additions in column order (the
+    same bits), but four independent chains keep the floating-point adder busy where one
+    waited on its own previous addition (~1.3 ns a column): 100 rows of 384 dimensions took ~38
+    us one by one."""
     n_rows = rows.shape[0]
     d = matrix.shape[1]
     out = np.empty(n_rows, dtype=np.float64)
-    for i in range(n_rows):
+    i = 0
+    while i + 4 <= n_rows:
+        r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(d):
+            qj = query[j]
+            s0 += np.float64(matrix[r0, j]) * qj
+            s1 += np.float64(matrix[r1, j]) * qj
+            s2 += np.float64(matrix[r2, j]) * qj
+            s3 += np.float64(matrix[r3, j]) * qj
+        out[i], out[i + 1], out[i + 2], out[i + 3] = s0, s1, s2, s3
+        i += 4
+    while i < n_rows:
         row = rows[i]
         s = 0.0
         for j in range(d):
             s += np.float64(matrix[row, j]) * query[j]
         out[i] = s
+        i += 1
     return out
 
 

@@ -557,3 +557,43 @@ async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch
             fused = await engine.search_documents("alpha echo", embedding=query, k=20)
             by_doc = dict(zip(live, exact.tolist(), strict=True))
             assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)
+
+
+@pytest.mark.parametrize(("rows", "threaded"), [(1_000, False), (7_000, False), (9_000, True)])
+async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch, rows, threaded):
+    """A vector entry counts as 1/48 of a unit of estimated work (index/search.py
+    VECTOR_ENTRIES_PER_WORK): a 384-dim query over up to ~7.5k rows (~0.5 ms of kernel) runs on
+    the event loop, as lexical work of that cost does, instead of paying a thread round trip;
+    a larger one goes to a worker thread. Vector-only and fused queries alike."""
+    import numpy as np
+
+    from hmsengine.engine import readers
+    from hmsengine.index import search
+    from hmsengine.kernels.cosine import l2_normalise_rows
+
+    vectors = l2_normalise_rows(np.random.default_rng(rows).standard_normal((rows, 384)))
+    hops = []
+    real = readers.trio.to_thread.run_sync
+
+    async def counted(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        hops.append(getattr(fn, "__name__", fn))
+        return await real(fn, *args, **kwargs)
+
+    async with Engine.open(None, analyzer="simple") as engine:
+        await engine.put_documents([{"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}",
+                                     "embedding": vectors[n]} for n in range(rows)])
+        with trio.fail_after(30):
+            while engine._indexer.snapshot.tail:  # folded: no tail for a search to wait on
+                await trio.sleep(0.01)
+        await engine.search_documents("warm up")  # the first search waits for the kernels
+        snap = engine._indexer.snapshot
+        q = readers.build_query(engine._indexer, "", k=10, embedding=vectors[0], ids=None,
+                                metadata=None, semantic=None, lexical_weight=1.0,
+                                semantic_weight=1.0)
+        assert search.prepare(snap, q).work == sum(
+            v.segment.embeddings.size // search.VECTOR_ENTRIES_PER_WORK for v in snap.views)
+        monkeypatch.setattr(readers.trio.to_thread, "run_sync", counted)
+        vector_only = await engine.search_documents("", embedding=vectors[5], k=3)
+        fused = await engine.search_documents("alpha", embedding=vectors[5], k=3)
+        assert hops == (["run", "run"] if threaded else [])
+    assert vector_only[0].id == "d5" and fused
