@@ -50,6 +50,7 @@ from .values import (
     make_put,
     make_puts,
     make_tombstone,
+    parse_metadata,
     tombstone_time,
 )
 from .writer import CompactRequest, SyncRequest, WriterActor, WriteRequest
@@ -559,6 +560,6 @@ def _document(doc_id: str, text: str, entry: Any) -> Document:
     # tolist() gives the same Python floats as float() of each float32, ~5x faster (384 dims).
     return Document(
         id=doc_id, text=text,
-        metadata=None if entry.metadata_json is None else json.loads(entry.metadata_json),
+        metadata=None if entry.metadata_json is None else parse_metadata(entry.metadata_json),
         embedding=None if entry.embedding is None else tuple(entry.embedding.tolist()),
     )

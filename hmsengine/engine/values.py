@@ -338,6 +338,22 @@ TOMBSTONE_KEY = "_hms_tombstone"
 TOMBSTONE_PREFIX = '{"' + TOMBSTONE_KEY + '":'
 
 
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads' C scanner
+
+
+def parse_metadata(metadata_json: str) -> Any:
+    """``json.loads`` of a stored document's metadata JSON, which ``check_metadata`` (or
+    ``put_op``'s caller) wrote compact: the C scanner straight on the text, without
+    ``json.loads``' Python layers (~0.6 against ~1.6 us: every document read parses one). Text
+    that is not exactly one JSON value (never stored) goes through ``json.loads``, which says
+    what is wrong with it. The scanner keeps the GIL for a whole call, so threads may share it."""
+    try:
+        value, end = _scan_json(metadata_json, 0)
+    except StopIteration:
+        return json.loads(metadata_json)
+    return value if end == len(metadata_json) else json.loads(metadata_json)
+
+
 def tombstone_json(purged_at: int) -> str:
     """The metadata JSON of a tombstone: exactly ``{"_hms_tombstone":<purged_at ms>}``."""
     return f"{TOMBSTONE_PREFIX}{int(purged_at)}}}"

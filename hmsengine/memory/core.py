@@ -34,7 +34,7 @@ from .policies import (
     SupersessionPolicy,
 )
 from .stamp import Stamp, plain_stamp, user_metadata
-from .values import Fact, file_ref
+from .values import Fact, file_ref, make_fact
 
 # A callable (plain or async) from texts to vectors, or an object with ``embed(texts)`` and
 # ``dim`` such as hmsengine.embedders.MiniLMEmbedder.
@@ -251,7 +251,7 @@ class MemoryCore:
             s = facts.get(doc.id)
             if s is None:
                 s = plain = plain or plain_stamp()
-            fact = Fact(
+            fact = make_fact(
                 id=doc.id, text=doc.text, kind=s.kind, namespace=s.namespace, subject=s.subject,
                 entities=s.entities, metadata=user_metadata(doc.metadata), embedding=doc.embedding,
                 event_time=s.event_time, valid_from=s.valid_from, valid_to=s.valid_to,

@@ -172,6 +172,8 @@ def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     """The caller's own metadata of a fact (its document metadata without the stamp)."""
     if metadata is None or STAMP_KEY not in metadata:
         return metadata
+    if len(metadata) == 1:  # the stamp alone: most facts (no dictionary built to find out)
+        return None
     rest = {k: v for k, v in metadata.items() if k != STAMP_KEY}
     return rest or None
 

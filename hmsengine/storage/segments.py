@@ -128,6 +128,28 @@ def check_record(data: bytes, expected_crc: int | None = None) -> bool:
     return bool((actual & 0xFFFFFFFF) == crc)
 
 
+def plain_small_payload(data: bytes, expected_crc: int) -> bytes | None:
+    """The text of ``data`` when it is, byte for byte, the record ``encode_record`` writes for a
+    small text in a plain store (a raw zstd block) and both its stored checksum and its bytes'
+    checksum are ``expected_crc``; else None (the caller decodes it the general way, which
+    names any damage). Every document read of a plain store is this record: checked against
+    its size's precomputed prefix with one crc32 call and no header unpacked twice (~0.5
+    against ~1.8 us a read)."""
+    size = len(data) - RECORD_HEADER_SIZE - 9  # a raw frame's head: 9 bytes under 256 ...
+    if not 0 <= size < 256:
+        size -= 1  # ... 10 bytes from 256 up
+        if not 256 <= size < SMALL_PAYLOAD_BYTES:
+            return None
+    head, frame_head, crc = _RAW_RECORD_PREFIXES[size]
+    if not data.startswith(head) or not data.startswith(frame_head, RECORD_HEADER_SIZE):
+        return None
+    payload = data[len(data) - size:]
+    if (zlib.crc32(payload, crc) ^ RECORD_CRC_XOR) & 0xFFFFFFFF != expected_crc \
+            or _CRC.unpack_from(data, 16)[0] != expected_crc:
+        return None
+    return payload
+
+
 def decode_record(
     codec: Codec, data: bytes, *, offset: int, where: str, file_label: bytes, version: int,
     expected_crc: int | None = None,
@@ -173,6 +195,10 @@ class TextSegment:
     def read(self, offset: int, length: int, crc: int) -> bytes:
         """Read and decode the record at ``offset``; the bytes must carry checksum ``crc``."""
         data = self.handle.read_at(offset, length)
+        if self.codec.__class__ is Codec:
+            text = plain_small_payload(data, crc)
+            if text is not None:
+                return text
         return decode_record(
             self.codec, data, offset=offset, where=self.where, file_label=self.file_label,
             version=self.version, expected_crc=crc,

@@ -207,6 +207,26 @@ def test_recall_hit_builds_the_same_value() -> None:
     assert cached_recall_hits(hits, {"a": with_metadata}, "current") is None
 
 
+def test_make_fact_builds_the_constructors_value() -> None:
+    """``make_fact`` takes every field of Fact, in its order, and builds the same frozen value,
+    every field set (a field added to Fact without it fails here)."""
+    import inspect
+
+    from hmsengine.memory.values import Fact, FileRef, make_fact
+
+    names = [a.name for a in attrs.fields(Fact)]
+    assert list(inspect.signature(make_fact).parameters) == names
+    values = dict(zip(names, [f"v{n}" for n in range(len(names))], strict=True))
+    values.update(entities=("e",), metadata={"m": [1]}, embedding=(0.5,), supersedes=("s",),
+                  file=FileRef(uri="file:///x", offset=0, length=1, format="text", sha256="0" * 64,
+                               size=1, mtime=2, summary=None))
+    made = make_fact(**values)
+    assert type(made) is Fact and made == Fact(**values)
+    assert all(getattr(made, name) is values[name] for name in names)
+    with pytest.raises(AttributeError):
+        made.text = "other"  # type: ignore[misc]
+
+
 async def test_fewer_candidates_give_the_same_recall(monkeypatch: pytest.MonkeyPatch) -> None:
     """Asking search for 3k candidates first (all of them only when too few survive) returns
     exactly what examining all candidate_limit candidates returns, for every history mode,

@@ -33,6 +33,7 @@ from hmsengine.storage.segments import (
     TEXT_MAGIC,
     decode_record,
     encode_record,
+    plain_small_payload,
     record_crc,
 )
 
@@ -212,3 +213,37 @@ def test_plain_small_records_from_the_prefix_table_equal_the_general_encoding() 
         got = encode_record(PLAIN, raw, offset=64, file_label=b"g", version=1)
         assert got == general, n
         assert decode_record(PLAIN, got, offset=64, where="t", file_label=b"g", version=1) == raw
+
+
+def test_the_read_shortcut_takes_only_whole_plain_small_records() -> None:
+    """``plain_small_payload`` returns exactly what ``decode_record`` returns for a plain small
+    record with its own checksum, at every size; anything else (a byte changed anywhere, a
+    cut or lengthened record, another checksum, a compressed, large or sealed record) is left
+    to the general path (None), which refuses the damaged ones."""
+    rng = random.Random(9)
+    sealed = SealedCodec(bytes(range(32)))
+    for n in [*range(0, 300), *range(SMALL_PAYLOAD_BYTES - 5, SMALL_PAYLOAD_BYTES + 3)]:
+        raw = bytes(rng.getrandbits(8) for _ in range(n))
+        record = encode_record(PLAIN, raw, offset=64, file_label=b"g", version=1)
+        crc = record_crc(record)
+        if n < SMALL_PAYLOAD_BYTES:
+            assert plain_small_payload(record, crc) == raw == decode_record(
+                PLAIN, record, offset=64, where="t", file_label=b"g", version=1, expected_crc=crc)
+        else:
+            assert plain_small_payload(record, crc) is None
+        assert plain_small_payload(record, crc ^ 1) is None
+        assert plain_small_payload(record[:-1], crc) is None
+        assert plain_small_payload(record + b"\0", crc) is None
+        if n % 7 == 0:
+            for at in range(len(record)):
+                damaged = bytearray(record)
+                damaged[at] ^= 0x10
+                assert plain_small_payload(bytes(damaged), crc) is None, (n, at)
+                with pytest.raises(CorruptStore):
+                    decode_record(PLAIN, bytes(damaged), offset=64, where="t", file_label=b"g",
+                                  version=1, expected_crc=crc)
+        locked = encode_record(sealed, raw, offset=64, file_label=b"g", version=1)
+        assert plain_small_payload(locked, record_crc(locked)) is None
+    text = (ENGLISH * 3).encode()
+    squeezed = encode_record(PLAIN, text, offset=0, file_label=b"g", version=1, compress_small=True)
+    assert len(squeezed) < len(text) and plain_small_payload(squeezed, record_crc(squeezed)) is None
