@@ -332,9 +332,9 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
 
     Over arrays indexed by the candidates' places (ascending document numbers), not dictionaries
     of Python numbers: the same values bit for bit (each rank's ``weight / (RRF_K + rank)`` added
-    to 0.0 in signal order, as IEEE float64 either way), ~5x faster for the 100-200 candidates
-    of a query (~220 against ~45 us at 10k documents: a vector-only query's RRF step cost a
-    third of its kernel)."""
+    to 0.0 in signal order, as IEEE float64 either way). The 100 candidates of a vector-only
+    query at 5k x 384: 141 -> 63 us warm; 225 -> 133 us at 10k in a loop of queries, whose
+    kernel leaves the caches cold (the RRF step had cost a third of the kernel)."""
     candidates = np.unique(np.concatenate([docs for _, _, _, docs in signals]).astype(np.int64))
     # Each signal's ranking of the candidates: its own top list already is that ranking for the
     # candidates it scored; a candidate outside a signal's list was not ranked by it unless its

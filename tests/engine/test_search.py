@@ -265,6 +265,7 @@ async def test_embedding_fusion_and_ngram():
     [
         {"k": 0}, {"k": 1001}, {"k": "3"}, {"k": True},
         {"embedding": [1.0, float("nan")]}, {"embedding": [1.0, 2.0, 3.0]},
+        {"embedding": [1.0, True]}, {"embedding": (False, 0.5)},
         {"semantic": "dense"}, {"lexical_weight": -1.0}, {"semantic_weight": float("inf")},
         {"ids": "abc"}, {"metadata": [1]},
     ],

@@ -1,6 +1,7 @@
-"""A stored document's metadata is parsed with json's C scanner straight on the text
-(engine/values.parse_metadata): exactly what json.loads gives for every text the engine stores,
-and json.loads' own answer (or error) for any other text."""
+"""Values the engine checks and parses on its hot paths (engine/values.py): a stored document's
+metadata is parsed with json's C scanner straight on the text (``parse_metadata``): exactly what
+json.loads gives for every text the engine stores, and json.loads' own answer (or error) for any
+other text; an embedding's items are checked for booleans by their types in one pass."""
 
 from __future__ import annotations
 
@@ -49,3 +50,20 @@ async def test_documents_read_back_their_metadata() -> None:
         a, b = await engine.get_documents(["a", "b"])
         assert a is not None and a.metadata == meta and b is not None and b.metadata is None
         assert (await engine.get_document("a")).metadata == meta  # type: ignore[union-attr]
+
+
+async def test_an_embedding_of_booleans_is_refused_and_numbers_are_kept() -> None:
+    """A bool is not a number here, wherever it sits in the sequence (checked by the items'
+    types in one pass); ints and floats, and numpy arrays, are taken."""
+    from hmsengine import InvalidRequest
+
+    async with Engine.open(None) as engine:
+        for bad in ([True, 0.0], [0.0, 1.0, False], (1, True)):
+            with pytest.raises(InvalidRequest, match="booleans"):
+                await engine.put_document("x", "t", embedding=bad)
+        await engine.put_document("a", "t", embedding=[1, 0.0])
+        import numpy as np
+
+        await engine.put_document("b", "t", embedding=np.asarray([0.0, 1.0], dtype=np.float32))
+        hits = await engine.search_documents("", embedding=[0, 1], k=2)
+        assert [h.id for h in hits] == ["b", "a"]
