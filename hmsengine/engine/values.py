@@ -346,7 +346,8 @@ def parse_metadata(metadata_json: str) -> Any:
     ``put_op``'s caller) wrote compact: the C scanner straight on the text, without
     ``json.loads``' Python layers (~0.6 against ~1.6 us: every document read parses one). Text
     that is not exactly one JSON value (never stored) goes through ``json.loads``, which says
-    what is wrong with it. The scanner keeps the GIL for a whole call, so threads may share it."""
+    what is wrong with it. Threads share the one scanner as they share json.loads' own (its key
+    memo is only an interning table, cleared after each call)."""
     try:
         value, end = _scan_json(metadata_json, 0)
     except StopIteration:
