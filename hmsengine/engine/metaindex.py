@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from .values import parse_metadata
+
 Source = Callable[[], Iterable[tuple[str, str | None, int]]]
 
 
@@ -35,7 +37,7 @@ class MetadataIndex:
         for key in self._keys_of.pop(doc_id, ()):
             del self._by_key[key][doc_id]
         if metadata_json is not None:
-            self._add(doc_id, json.loads(metadata_json), docnum)
+            self._add(doc_id, parse_metadata(metadata_json), docnum)
 
     def _add(self, doc_id: str, metadata: dict[str, object], docnum: int) -> None:
         assert self._by_key is not None
@@ -50,7 +52,7 @@ class MetadataIndex:
             self._by_key = {}
             for doc_id, metadata_json, docnum in self._source():
                 if metadata_json is not None:
-                    self._add(doc_id, json.loads(metadata_json), docnum)
+                    self._add(doc_id, parse_metadata(metadata_json), docnum)
         found = [self._by_key.get((k, canonical(v)), {}) for k, v in wanted.items()]
         found.sort(key=len)
         return found

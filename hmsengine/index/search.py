@@ -343,12 +343,9 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
     total = np.zeros(candidates.shape[0], dtype=np.float64)
     for name, weight, _, _ in signals:
         scores, ranked = exact[name]
-        places = np.flatnonzero(ranked)
-        # Best score first, then the lower document number (places ascend as the numbers do).
-        order = places[np.lexsort((places, -scores[places]))]
-        total[order] += weight / (RRF_K + np.arange(1, order.shape[0] + 1, dtype=np.int64))
+        rrf_add(total, scores, ranked, weight)
     _exact_term_floor(snap, p, signals, candidates, total)
-    top = np.lexsort((candidates, -total))[: q.k]
+    top = fused_order(candidates, total)[: q.k]
     semantic_name = "cosine" if q.embedding is not None else "ngram"
     lexical = exact.get("lexical")
     semantic = exact.get(semantic_name)
@@ -357,6 +354,20 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
     sem = semantic[0][top].tolist() if semantic is not None else [None] * top.shape[0]
     return [Scored(docnum=c, score=t, lexical=lx, semantic=sm) for c, t, lx, sm
             in zip(candidates[top].tolist(), total[top].tolist(), lex, sem, strict=True)]
+
+
+def rrf_add(total: np.ndarray, scores: np.ndarray, ranked: np.ndarray, weight: float) -> None:
+    """Add one signal's weighted RRF shares to ``total`` (float64, by candidate place): the
+    places it ranks (``ranked``) ordered by ``scores`` descending, then by place (so by document
+    number: the places ascend as the numbers do); rank r adds ``weight / (RRF_K + r)``."""
+    places = np.flatnonzero(ranked)
+    order = places[np.lexsort((places, -scores[places]))]
+    total[order] += weight / (RRF_K + np.arange(1, order.shape[0] + 1, dtype=np.int64))
+
+
+def fused_order(candidates: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """The candidates' places by fused score descending, then document number ascending."""
+    return np.lexsort((candidates, -total))
 
 
 def _exact_term_floor(snap: Snapshot, p: Prepared,

@@ -107,21 +107,6 @@ def raw_zstd_frame(data: bytes) -> bytes:
 RAW_FRAME_HEADS = tuple(
     (_FCS_1 + bytes((n,)) if n < 256 else _FCS_2 + (n - 256).to_bytes(2, "little"))
     + ((n << 3) | 1).to_bytes(3, "little") for n in range(SMALL_PAYLOAD_BYTES))
-_RAW_HEADS = RAW_FRAME_HEADS
-
-
-def raw_frame_payload(data: bytes, start: int, size: int) -> bytes | None:
-    """The payload of the frame ``data[start:]`` when that frame is byte for byte
-    ``raw_zstd_frame`` of a ``size``-byte payload (what zstd decodes it to), else None (the
-    caller decodes it the general way). Most texts are small and stored so: slicing them out
-    costs a fraction of a call into zstd (~0.3 against ~2 us, on every document read)."""
-    if size >= SMALL_PAYLOAD_BYTES:
-        return None
-    head = _RAW_HEADS[size]
-    end = start + len(head)
-    if len(data) - end != size or not data.startswith(head, start):
-        return None
-    return data[end:]
 
 
 def zstd_frame(data: bytes, *, compress_small: bool = False, fast: bool = False) -> bytes:

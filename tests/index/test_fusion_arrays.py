@@ -164,8 +164,9 @@ async def test_fused_queries_equal_the_plain_construction(
 
 
 def test_the_arrays_keep_rrf_ties_and_signal_order() -> None:
-    """The arithmetic alone: ranks by score then number, each rank's share added in signal
-    order to 0.0, the final order by fused score then number; as Python floats do it."""
+    """``rrf_add`` and ``fused_order``, the arithmetic of ``_fuse``, against Python floats over
+    many ties: ranks by score then number, each rank's share added in signal order to 0.0, the
+    final order by fused score then number."""
     rng = np.random.default_rng(5)
     for _ in range(200):
         n = int(rng.integers(1, 60))
@@ -176,13 +177,11 @@ def test_the_arrays_keep_rrf_ties_and_signal_order() -> None:
         for weight in (1.0, float(rng.random() * 3)):
             scores = np.round(rng.random(n), 1)  # many ties
             ranked = rng.random(n) < 0.8
-            places = np.flatnonzero(ranked)
-            order = places[np.lexsort((places, -scores[places]))]
-            total[order] += weight / (RRF_K + np.arange(1, order.shape[0] + 1, dtype=np.int64))
-            listed = sorted(((float(scores[i]), int(candidates[i])) for i in places),
+            search.rrf_add(total, scores, ranked, weight)
+            listed = sorted(((float(scores[i]), int(candidates[i])) for i in np.flatnonzero(ranked)),
                             key=lambda sc: (-sc[0], sc[1]))
             for rank, (_, c) in enumerate(listed, start=1):
                 plain[c] += weight / (RRF_K + rank)
         assert total.tolist() == [plain[c] for c in candidates.tolist()]
-        top = np.lexsort((candidates, -total))
-        assert candidates[top].tolist() == sorted(plain, key=lambda c: (-plain[c], c))
+        order = search.fused_order(candidates, total)
+        assert candidates[order].tolist() == sorted(plain, key=lambda c: (-plain[c], c))

@@ -21,7 +21,6 @@ from hmsengine.storage.codec import (
     PLAIN,
     SMALL_PAYLOAD_BYTES,
     Codec,
-    raw_frame_payload,
     raw_zstd_frame,
     zstd_frame,
 )
@@ -113,28 +112,22 @@ def test_a_damaged_raw_frame_is_corruption_not_garbage() -> None:
         PLAIN.decode(FLAG_ZSTD, bytes(frame), aad=b"", where="t", offset=0)
 
 
-def test_raw_frame_payload_is_what_zstd_decodes_or_none() -> None:
-    """The raw-block shortcut of a text read gives zstd's own decoding of every raw frame at
-    every size, and None (the general path) for a compressed frame, another size or a frame
-    whose header or length differs by one byte."""
+def test_the_record_shortcut_is_what_zstd_decodes() -> None:
+    """The shortcut of a text read (``plain_small_payload``, which ``decode_record`` takes for a
+    plain store) gives zstd's own decoding of the record's raw frame at every size, with or
+    without the expected checksum, and None (the general path) when any byte of the frame's
+    header differs: a reader without the shortcut reads exactly the same texts."""
     rng = random.Random(5)
     zstd = zstandard.ZstdDecompressor()
     for size in range(SMALL_PAYLOAD_BYTES):
         data = rng.randbytes(size)
-        frame = b"pre" + raw_zstd_frame(data)
-        assert raw_frame_payload(frame, 3, size) == zstd.decompress(frame[3:]) == data, size
-        assert raw_frame_payload(frame, 3, size + 1) is None
-        assert raw_frame_payload(frame + b"x", 3, size) is None
-        if size:
-            assert raw_frame_payload(frame[:-1], 3, size) is None
-            assert raw_frame_payload(frame, 3, size - 1) is None
-        for at in range(3, len(frame) - size):  # every byte of the frame's header
-            damaged = bytearray(frame)
+        record = encode_record(PLAIN, data, offset=0, file_label=b"g", version=1)
+        assert plain_small_payload(record) == plain_small_payload(record, record_crc(record)) \
+            == zstd.decompress(record[RECORD_HEADER_SIZE:]) == data, size
+        for at in range(RECORD_HEADER_SIZE, len(record) - size):  # the frame's header
+            damaged = bytearray(record)
             damaged[at] ^= 0x01
-            assert raw_frame_payload(bytes(damaged), 3, size) is None, (size, at)
-    compressed = zstd_frame((ENGLISH * 20).encode())
-    assert raw_frame_payload(compressed, 0, len(ENGLISH * 20)) is None
-    assert raw_frame_payload(raw_zstd_frame(b"x"), 0, SMALL_PAYLOAD_BYTES) is None
+            assert plain_small_payload(bytes(damaged)) is None, (size, at)
 
 
 def test_text_records_decode_the_same_through_the_shortcut_and_through_zstd() -> None:
