@@ -25,6 +25,7 @@ import numpy as np
 
 from ..kernels.bm25 import bm25_idfs, new_scratch
 from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk, lane_row, new_table
+from ..kernels.peaks import peak_scale
 from ..kernels.topk import INSERTION_MAX
 from .snapshot import Snapshot
 
@@ -164,9 +165,10 @@ def lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
     return prefix + (total - prefix) // PARTIAL_READ
 
 
-# (view index, offsets, doc_ids, tfs, norms by length (table, codes), live, any dead, docnums)
+# (view index, offsets, doc_ids, tfs, norms by length (table, codes), live, any dead, docnums,
+# the terms' peaks and the snapshot's peak scale: kernels/peaks.py)
 KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray],
-                   np.ndarray, bool, np.ndarray]
+                   np.ndarray, bool, np.ndarray, np.ndarray, float]
 
 
 def kernel_views(snap: Snapshot) -> list[KernelView]:
@@ -180,9 +182,12 @@ def kernel_views(snap: Snapshot) -> list[KernelView]:
         cached = []
         for i in snap.views_by_size():
             view = views[i]
-            t = view.segment.terms
+            segment = view.segment
+            t = segment.terms
+            peaks, reference = segment.term_peaks
             cached.append((i, t.offsets, t.doc_ids, t.values, view.norms(avgdl), view.live,
-                           view.n_live < view.live.shape[0], view.segment.docnums))
+                           view.n_live < view.live.shape[0], segment.docnums, peaks,
+                           peak_scale(avgdl, reference)))
         kernel["views"] = cached
     return cached
 
@@ -209,8 +214,10 @@ def lane_plan(snap: Snapshot) -> LanePlan:
     if found is None:
         views = kernel_views(snap)
         table = new_table(len(views))
-        for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums) in enumerate(views):
-            lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums)
+        for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums, peaks,
+                  scale) in enumerate(views):
+            lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums, peaks,
+                     scale)
         found = kernel["plan"] = (table, largest(snap), views)
     return found
 
