@@ -396,3 +396,48 @@ def test_peaks_prune_more_than_the_formula_limit() -> None:
         want = reference.ranked(ref[hit], np.flatnonzero(hit), 10)
         assert got[1].tolist() == want[1].tolist() and got[0].tobytes() == want[0].tobytes()
     assert touched_by["peaks"] < touched_by["formula"]
+
+
+def test_maxscore_with_a_scaled_peak_keeps_every_document() -> None:
+    """A segment of short documents searched in a snapshot whose average length is 12 times
+    its own (other segments of long documents): every contribution there is 1.6 times what
+    the peak alone, at the segment's own average, allows. The documents holding B and C
+    (1.6 x (0.6 + 0.6)) outrank those holding A (1.6 x 1.0); bounded by unscaled peaks (1.0,
+    0.6, 0.6) MaxScore would stop after A, the k-th best of A above what B and C seem able
+    to add. With the scale (peaks.peak_scale) the top k is the reference's, on the engine's
+    path and on a forced MaxScore."""
+    filler = list(range(3, 60))
+    rng = np.random.default_rng(11)
+
+    def doc(*terms: int) -> list[int]:  # six distinct terms: every document of one length
+        return [*terms, *rng.choice(filler, 6 - len(terms), replace=False).tolist()]
+
+    docs = ([doc(0) for _ in range(10)] + [doc(1, 2) for _ in range(5)]
+            + [doc(1) for _ in range(200)] + [doc(2) for _ in range(200)]
+            + [doc() for _ in range(2000)])
+    order = rng.permutation(len(docs))
+    docs = [docs[i] for i in order]
+    n = len(docs)
+    offsets, doc_ids, tfs, lens = reference.build_postings(docs, 60)
+    reference_len = float(lens.mean())
+    term_peaks = peaks.term_peaks(offsets, doc_ids, tfs, bm25.bm25_norms(lens, reference_len))
+    assert np.allclose(term_peaks[:3], 1 / (1 + bm25.K1))
+    avgdl = reference_len * 12.0
+    norms = bm25.bm25_norms(lens, avgdl)
+    scale = peaks.peak_scale(avgdl, reference_len)
+    assert scale == 12.0
+    ids = np.array([0, 1, 2], dtype=np.int32)
+    w = np.array([1.0, 0.6, 0.6])
+    allowed = np.ones(n, np.uint8)
+    acc, seen, touched = bm25.new_scratch(n)
+    ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
+    want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), 5)
+    both = np.flatnonzero((order >= 10) & (order < 15))  # where the B-and-C documents went
+    assert sorted(want_d.tolist()) == both.tolist()
+    for path in ((pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO), (0, 0)):  # (0, 0): MaxScore
+        top_s, top_d, top_n = np.empty(5), np.empty(5, np.int64), np.zeros(1, np.int64)
+        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, term_peaks, scale, ids, w,
+                                  allowed, False, np.arange(n, dtype=np.int64), top_s, top_d,
+                                  top_n, acc, seen, touched, *path)
+        topk.topk_finish(top_s, top_d, int(top_n[0]))
+        assert top_d.tolist() == want_d.tolist() and top_s.tobytes() == want_s.tobytes()
