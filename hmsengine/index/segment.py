@@ -90,8 +90,8 @@ class Segment:
     def term_peaks(self) -> tuple[F64, float]:
         """``(peaks, reference)``: each term's peak (``kernels.peaks.term_peaks``) at the
         reference average length, the mean length of the segment's documents; made once (a
-        pass over the postings), what MaxScore bounds its terms by (``SegmentView.peak_scale``
-        scales them to a snapshot's average)."""
+        pass over the postings), what MaxScore bounds its terms by (``kernels.peaks.peak_scale``
+        scales them to a snapshot's average: ``index/lane.kernel_views``)."""
         if not self._peaks:
             lengths, codes = self.length_codes
             n = len(self.ids)
