@@ -18,7 +18,6 @@ import numpy as np
 
 from hmsengine.engine.values import Hit
 from hmsengine.kernels.bm25 import bm25_idf, new_scratch
-from hmsengine.kernels.peaks import peak_scale
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from hmsengine.kernels.topk import topk_finish
 
@@ -38,11 +37,9 @@ class LeanPlan:
         for i in order:
             v, s = views[i], views[i].segment
             t = s.terms
-            peaks, reference = s.term_peaks
             self.views.append((s.vocab, v.df, t.offsets, t.doc_ids, t.values, v.norms(self.avgdl),
                                v.live, v.n_live < v.live.shape[0], s.docnums,
-                               np.asarray(s.ids, dtype=object), peaks,
-                               peak_scale(self.avgdl, reference)))
+                               np.asarray(s.ids, dtype=object)))
         by_first = sorted((views[i].segment.first, p) for p, i in enumerate(order))
         self.firsts = np.asarray([f for f, _ in by_first], dtype=np.int64)
         self.position = [p for _, p in by_first]
@@ -83,8 +80,8 @@ class LeanPlan:
         top_n[0] = 0
         for p, v in enumerate(self.views):
             term_ids = np.array([r[p] for r in rows], dtype=np.int32)
-            bm25_segment_topk(v[2], v[3], v[4], v[5], v[10], v[11], term_ids, w, v[6], v[7], v[8],
-                              top_s, top_d, top_n, self.acc, self.seen, self.touched, PRUNE_MIN_POSTINGS,
+            bm25_segment_topk(v[2], v[3], v[4], v[5], term_ids, w, v[6], v[7], v[8], top_s, top_d,
+                              top_n, self.acc, self.seen, self.touched, PRUNE_MIN_POSTINGS,
                               DENSE_RATIO)
         n = int(top_n[0])
         topk_finish(top_s, top_d, n)

@@ -82,7 +82,6 @@ from hmsengine.engine import readers
 from hmsengine.engine.values import Hit
 from hmsengine.index import search as executor
 from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
-from hmsengine.kernels.peaks import peak_scale
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from hmsengine.kernels.topk import topk_finish
 
@@ -153,9 +152,7 @@ def _kernel_args(snap: Any, q: executor.Query, p: executor.Prepared) -> list[tup
         seg = view.segment
         acc, seen, touched = executor._scratch(view.live.shape[0])
         t = seg.terms
-        peaks, reference = seg.term_peaks
-        out.append((t.offsets, t.doc_ids, t.values, view.norms(avgdl), peaks,
-                    peak_scale(avgdl, reference), p.local_terms[i], p.weights,
+        out.append((t.offsets, t.doc_ids, t.values, view.norms(avgdl), p.local_terms[i], p.weights,
                     view.live, view.n_live < view.live.shape[0], seg.docnums, top_s, top_d, top_n,
                     acc, seen, touched, PRUNE_MIN_POSTINGS, DENSE_RATIO))
     return out
@@ -167,11 +164,11 @@ _NO_WEIGHTS = np.empty(0, dtype=np.float64)
 
 def _dispatch_only(args: list[tuple[Any, ...]]) -> None:
     # The same call with no terms: the kernel returns at once, so this is numba's dispatch cost
-    # (unboxing 19 arguments) per view, plus the finish call.
-    args[0][13][0] = 0
+    # (unboxing 17 arguments) per view, plus the finish call.
+    args[0][11][0] = 0
     for a in args:
-        bm25_segment_topk(*a[:6], _NO_TERMS, _NO_WEIGHTS, *a[8:])
-    topk_finish(args[0][11], args[0][12], 0)
+        bm25_segment_topk(*a[:4], _NO_TERMS, _NO_WEIGHTS, *a[6:])
+    topk_finish(args[0][9], args[0][10], 0)
 
 
 STAGES = ("open check + build_query (validation, snapshot, analysis, term counting, Query)",
@@ -198,7 +195,7 @@ def _staged(engine: Engine, snap: Any, text: str, opts: dict[str, Any],
     t2 = c()
     args = _kernel_args(snap, q, p)  # executor._lexical's set-up
     t3 = c()
-    top_s, top_d, top_n = args[0][11], args[0][12], args[0][13]
+    top_s, top_d, top_n = args[0][9], args[0][10], args[0][11]
     for a in args:
         bm25_segment_topk(*a)
     n = int(top_n[0])

@@ -123,7 +123,7 @@ class Indexer:
     def tail_segment(self, tail: TailView) -> Segment:
         """A snapshot's query-time segment of its tail (``TailView.segment``: each document
         analyzed once for every snapshot that shows it). Runs inline or in a worker thread."""
-        return ready_for_queries(tail.segment(self.analyzer, self._core.table.embedding_dim))
+        return tail.segment(self.analyzer, self._core.table.embedding_dim)
 
     def load_texts(self, segment: Segment) -> list[str]:
         """The texts of a segment's documents that are still that version ("" for the others:

@@ -25,7 +25,6 @@ import numpy as np
 
 from ..kernels.bm25 import bm25_idfs, new_scratch
 from ..kernels.lane import LOCAL_BITS, LOCAL_MASK, bm25_lane_topk, lane_row, new_table
-from ..kernels.peaks import peak_scale
 from ..kernels.topk import INSERTION_MAX
 from .snapshot import Snapshot
 
@@ -165,10 +164,9 @@ def lexical_work(postings: list[int], weights: list[float], fill: int) -> int:
     return prefix + (total - prefix) // PARTIAL_READ
 
 
-# (view index, offsets, doc_ids, tfs, norms by length (table, codes), live, any dead, docnums,
-# the terms' peaks and the snapshot's peak scale: kernels/peaks.py)
+# (view index, offsets, doc_ids, tfs, norms by length (table, codes), live, any dead, docnums)
 KernelView = tuple[int, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray],
-                   np.ndarray, bool, np.ndarray, np.ndarray, float]
+                   np.ndarray, bool, np.ndarray]
 
 
 def kernel_views(snap: Snapshot) -> list[KernelView]:
@@ -182,12 +180,9 @@ def kernel_views(snap: Snapshot) -> list[KernelView]:
         cached = []
         for i in snap.views_by_size():
             view = views[i]
-            segment = view.segment
-            t = segment.terms
-            peaks, reference = segment.term_peaks
+            t = view.segment.terms
             cached.append((i, t.offsets, t.doc_ids, t.values, view.norms(avgdl), view.live,
-                           view.n_live < view.live.shape[0], segment.docnums, peaks,
-                           peak_scale(avgdl, reference)))
+                           view.n_live < view.live.shape[0], view.segment.docnums))
         kernel["views"] = cached
     return cached
 
@@ -214,10 +209,8 @@ def lane_plan(snap: Snapshot) -> LanePlan:
     if found is None:
         views = kernel_views(snap)
         table = new_table(len(views))
-        for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums, peaks,
-                  scale) in enumerate(views):
-            lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums, peaks,
-                     scale)
+        for row, (i, offsets, doc_ids, tfs, norms, live, check, docnums) in enumerate(views):
+            lane_row(table, row, i, check, offsets, doc_ids, tfs, norms, live, docnums)
         found = kernel["plan"] = (table, largest(snap), views)
     return found
 

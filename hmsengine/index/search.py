@@ -194,8 +194,7 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
     allowed_by_view = q.allowed
     local_terms = p.local_terms
     acc, seen, touched = _scratch(lane.largest(snap))
-    for i, offsets, doc_ids, tfs, norms, live, check, docnums, peaks, scale in \
-            lane.kernel_views(snap):
+    for i, offsets, doc_ids, tfs, norms, live, check, docnums in lane.kernel_views(snap):
         if allowed_by_view is not None:
             allowed = allowed_by_view.get(i)
             if allowed is None:
@@ -203,9 +202,9 @@ def _lexical(snap: Snapshot, q: Query, p: Prepared, depth: int,
             check = True
         else:
             allowed = live
-        segment_topk(offsets, doc_ids, tfs, norms, peaks, scale, local_terms[i], weights,
-                     allowed, check, docnums, top_s, top_d, top_n, acc, seen, touched,
-                     PRUNE_MIN_POSTINGS, DENSE_RATIO)
+        segment_topk(offsets, doc_ids, tfs, norms, local_terms[i], weights, allowed, check,
+                     docnums, top_s, top_d, top_n, acc, seen, touched, PRUNE_MIN_POSTINGS,
+                     DENSE_RATIO)
     n = int(top_n[0])
     (topk_finish_held if inline else topk_finish)(top_s, top_d, n)
     return top_s[:n], top_d[:n]

@@ -24,17 +24,15 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from ..kernels.bm25 import bm25_norms, build_postings
+from ..kernels.bm25 import build_postings
 from ..kernels.cosine import l2_normalise_rows
 from ..kernels.merge import count_kept, scatter_kept, sort_columns
 from ..kernels.ngram import csr_transpose, ngram_vectors
 from ..kernels.norms import length_codes
-from ..kernels.peaks import term_peaks
 from .analyzer import Analyzer
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
-F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
 U8 = npt.NDArray[np.uint8]
 
@@ -75,7 +73,6 @@ class Segment:
     _lazy: dict[str, Postings] = attrs.field(factory=dict, init=False)
     _id_array: list[npt.NDArray[np.object_]] = attrs.field(factory=list, init=False)
     _codes: list[tuple[I32, I32]] = attrs.field(factory=list, init=False)
-    _peaks: list[tuple[F64, float]] = attrs.field(factory=list, init=False)
 
     @property
     def length_codes(self) -> tuple[I32, I32]:
@@ -85,22 +82,6 @@ class Segment:
         if not self._codes:
             self._codes.append(length_codes(self.doc_lens))
         return self._codes[0]
-
-    @property
-    def term_peaks(self) -> tuple[F64, float]:
-        """``(peaks, reference)``: each term's peak (``kernels.peaks.term_peaks``) at the
-        reference average length, the mean length of the segment's documents; made once (a
-        pass over the postings), what MaxScore bounds its terms by (``kernels.peaks.peak_scale``
-        scales them to a snapshot's average: ``index/lane.kernel_views``)."""
-        if not self._peaks:
-            lengths, codes = self.length_codes
-            n = len(self.ids)
-            reference = float(np.sum(self.doc_lens, dtype=np.int64)) / n if n else 1.0
-            reference = reference if reference > 0.0 else 1.0
-            t = self.terms
-            self._peaks.append((term_peaks(t.offsets, t.doc_ids, t.values,
-                                           (bm25_norms(lengths, reference), codes)), reference))
-        return self._peaks[0]
 
     @property
     def id_array(self) -> npt.NDArray[np.object_]:
@@ -292,12 +273,11 @@ def _column_map(own: dict[str, int], vocab: dict[str, int], *, same_prefix: bool
 
 def ready_for_queries(segment: Segment, *, ids: bool = False) -> Segment:
     """``segment``, with what the first query over it would derive made now: its length codes
-    (``Segment.length_codes``) and its terms' peaks (``Segment.term_peaks``), and with ``ids``
-    its id array (what a query over a snapshot of this one segment reads ids through). For the
-    worker thread that built, merged or loaded it: on the event loop, the first query after a
-    merge of 200k documents landed stalled every search ~13 ms for them."""
+    (``Segment.length_codes``), and with ``ids`` its id array (what a query over a snapshot of
+    this one segment reads ids through). For the worker thread that built, merged or loaded
+    it: on the event loop, the first query after a merge of 200k documents landed stalled every
+    search ~13 ms for them."""
     segment.length_codes  # noqa: B018 - made once and kept by the segment
-    segment.term_peaks  # noqa: B018
     if ids:
         segment.id_array  # noqa: B018
     return segment

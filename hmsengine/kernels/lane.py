@@ -36,11 +36,10 @@ LOCAL_MASK = (1 << LOCAL_BITS) - 1
 # A lane table row (int64): the segment's column in the term matrix, its document count, whether
 # any document is dead (``allowed`` read), then the addresses (and lengths) of its arrays; its
 # norms in the by-length form (kernels/norms.py): the table of the distinct lengths' norms and
-# each document's index into it; its terms' peaks (kernels/peaks.py, one per term: N_OFFSETS - 1)
-# and the snapshot's peak scale, a float64 stored by its bits.
+# each document's index into it.
 (COLUMN, N_DOCS, CHECK, OFFSETS, N_OFFSETS, DOC_IDS, N_POSTINGS, TFS, NORM_TABLE, N_LENGTHS,
- CODES, ALLOWED, DOCNUMS, PEAKS, SCALE_BITS) = range(15)
-ROW_WIDTH = 15
+ CODES, ALLOWED, DOCNUMS) = range(13)
+ROW_WIDTH = 13
 
 
 def new_table(n_views: int) -> npt.NDArray[np.int64]:
@@ -51,20 +50,18 @@ def new_table(n_views: int) -> npt.NDArray[np.int64]:
 # The dtypes ``bm25_lane_topk`` reads each array as: ``lane_row`` refuses anything else, since
 # a wrong dtype or a strided array behind an address would be read as garbage.
 _DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.float64),
-           np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int64), np.dtype(np.float64))
+           np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int64))
 
 
 def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed: bool,
              offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
              tfs: npt.NDArray[np.float32],
              norms: tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]],
-             allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64],
-             peaks: npt.NDArray[np.float64], scale: float) -> None:
+             allowed: npt.NDArray[np.uint8], docnums: npt.NDArray[np.int64]) -> None:
     """Describe one segment in ``table[row]``: its postings (``offsets``/``doc_ids``/``tfs``),
     ``norms`` in the by-length form ``(table, codes)`` (kernels/norms.py), ``allowed`` (read
-    only when ``check_allowed``), ``docnums`` (local to global, ascending), ``peaks`` (one per
-    term) and ``scale`` as for ``bm25_segment_topk``, and ``column``, its column in the term
-    matrix.
+    only when ``check_allowed``), ``docnums`` (local to global, ascending) as for
+    ``bm25_segment_topk``, and ``column``, its column in the term matrix.
 
     The table then holds these arrays' addresses: the caller keeps them alive while it uses
     the table. Raises ValueError for an array that is not C-contiguous or not of the kernel's
@@ -73,20 +70,17 @@ def lane_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed:
     table, as ``norms.length_codes`` makes them."""
     norm_table, codes = norms
     arrays: tuple[npt.NDArray[Any], ...] = (offsets, doc_ids, tfs, norm_table, codes, allowed,
-                                            docnums, peaks)
+                                            docnums)
     for array, dtype in zip(arrays, _DTYPES, strict=True):
         if array.dtype != dtype or array.ndim != 1 or not array.flags.c_contiguous:
             raise ValueError(f"a lane table needs C-contiguous 1-d {dtype} arrays, got "
                              f"{array.dtype} of shape {array.shape}")
     n = codes.shape[0]
     if allowed.shape[0] != n or docnums.shape[0] != n or doc_ids.shape[0] != tfs.shape[0] or \
-            offsets.shape[0] < 1 or (n and not norm_table.shape[0]) or \
-            peaks.shape[0] != offsets.shape[0] - 1:
+            offsets.shape[0] < 1 or (n and not norm_table.shape[0]):
         raise ValueError("a lane table row's arrays do not fit together")
-    if not scale >= 1.0 or not np.isfinite(scale):
-        raise ValueError(f"a peak scale is a finite number >= 1, got {scale!r}")
     _fill_row(table, row, column, check_allowed, offsets, doc_ids, tfs, norm_table, codes,
-              allowed, docnums, peaks, np.array([scale], dtype=np.float64).view(np.int64)[0])
+              allowed, docnums)
 
 
 @jit_held
@@ -94,8 +88,7 @@ def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed
               offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
               tfs: npt.NDArray[np.float32], norm_table: npt.NDArray[np.float64],
               codes: npt.NDArray[np.int32], allowed: npt.NDArray[np.uint8],
-              docnums: npt.NDArray[np.int64], peaks: npt.NDArray[np.float64],
-              scale_bits: np.int64) -> None:
+              docnums: npt.NDArray[np.int64]) -> None:
     # In a kernel because an address costs ~1 us a read from Python (ndarray.ctypes).
     r = table[row]
     r[COLUMN] = column
@@ -111,8 +104,6 @@ def _fill_row(table: npt.NDArray[np.int64], row: int, column: int, check_allowed
     r[CODES] = address_of(codes)
     r[ALLOWED] = address_of(allowed)
     r[DOCNUMS] = address_of(docnums)
-    r[PEAKS] = address_of(peaks)
-    r[SCALE_BITS] = scale_bits
 
 
 def term_records(weights: npt.NDArray[np.float64],
@@ -172,8 +163,6 @@ def bm25_lane_topk(
     and on return.
     """
     depth = top_s.shape[0]
-    if table.shape[1] != ROW_WIDTH:
-        raise ValueError("table: not a lane table (new_table)")
     width = 1 + table.shape[0]
     n_terms = terms.shape[0] // width
     if n_terms * width != terms.shape[0]:
@@ -193,16 +182,13 @@ def bm25_lane_topk(
                  array_at(r[CODES], n, np.int32))
         allowed = array_at(r[ALLOWED], n, np.uint8)
         docnums = array_at(r[DOCNUMS], n, np.int64)
-        peaks = array_at(r[PEAKS], r[N_OFFSETS] - 1, np.float64)
-        # The scale's bits read as the float64 they are, in place (the table is C-contiguous).
-        scale = array_at(address_of(table) + 8 * (row * ROW_WIDTH + SCALE_BITS), 1, np.float64)[0]
         term_ids = np.empty(n_terms, dtype=np.int32)
         for i in range(n_terms):
             term_ids[i] = np.int32(terms[i * width + 1 + column])
         theta0 = top_s[depth - 1] if count == depth else -np.inf
-        scores, docs = segment_best(offsets, doc_ids, tfs, norms, peaks, scale, term_ids,
-                                    term_weights, allowed, r[CHECK] != 0, theta0, depth, acc,
-                                    seen, touched, PRUNE_MIN_POSTINGS, DENSE_RATIO)
+        scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights,
+                                    allowed, r[CHECK] != 0, theta0, depth, acc, seen, touched,
+                                    PRUNE_MIN_POSTINGS, DENSE_RATIO)
         tag = np.int64(column) << LOCAL_BITS
         for j in range(scores.shape[0]):
             g = docnums[docs[j]]

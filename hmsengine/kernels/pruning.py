@@ -4,18 +4,16 @@
 by the segments of a query. It picks a path by the query's postings in the segment:
 
 * one term: the postings go straight into a top-k buffer (``topk.bm25_term_topk``);
-* the highest-bound terms that can fill the top k already bring much of the postings (only
+* the highest-weight terms that can fill the top k already bring much of the postings (only
   common terms): every posting into the dense accumulator, then one scan (``bm25_dense_topk``);
 * few postings: plain term-at-a-time accumulation (``bm25.bm25_accumulate``);
 * otherwise MaxScore (``bm25_maxscore``). Terms run from the largest upper bound down (rarest
-  first); a term's bound is what it can really add in the segment (``peaks.peak_bound`` of its
-  peak, ~0.6x the formula's limit ``bm25_bound`` for a word once in short documents). The bar
-  ``theta`` is a lower bound on the final k-th best score: the worst score of the full shared
-  buffer (other segments), a term's own k-th best contribution (``term_kth``: scores only grow
-  as terms are added), or the k-th best partial sum. A document not touched yet is touched
-  only if its contribution plus the bounds of the remaining terms can reach the bar; once those
-  bounds alone cannot, the remaining terms are added only to the candidates that can still
-  reach it (binary search when they are few, else one pass), which shrink term by term.
+  first). The bar ``theta`` is a lower bound on the final k-th best score: the worst score of
+  the full shared buffer (other segments), a term's own k-th best contribution (``term_kth``:
+  scores only grow as terms are added), or the k-th best partial sum. A document not touched yet
+  is touched only if its contribution plus the bounds of the remaining terms can reach the bar;
+  once those bounds alone cannot, the remaining terms are added only to the candidates that can
+  still reach it (binary search when they are few, else one pass), which shrink term by term.
 
 Partial sums in MaxScore add the terms in bound order, not in the canonical order, so they may
 differ from the exact scores in the last bits: every comparison with the bar keeps a relative
@@ -30,10 +28,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_score_docs, bm25_term
+from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_bound, bm25_score_docs, bm25_term
 from hmsengine.kernels.jit import held_twin, jit
 from hmsengine.kernels.norms import Norms, n_norms, norm_of
-from hmsengine.kernels.peaks import peak_bound
 from hmsengine.kernels.topk import (
     bm25_term_topk,
     ranks_before,
@@ -287,9 +284,9 @@ def bm25_maxscore(
 
     ``term_ids`` (valid ids in ``[0, n_terms)``, distinct), ``term_weights`` and ``bounds`` are in
     processing order, bounds descending; ``bounds[i]`` must be >= every contribution of term
-    ``i`` (``peaks.peak_bound`` and ``bm25_bound(term_weights[i])`` are). ``theta0`` is a lower
-    bound on the final k-th best score (``-inf`` when unknown): a document scoring below it is
-    not wanted. ``allowed`` is read only when ``check_allowed``. Scratch ``acc``, ``seen``, ``touched`` as in
+    ``i`` (``bm25_bound(term_weights[i])`` is). ``theta0`` is a lower bound on the final k-th
+    best score (``-inf`` when unknown): a document scoring below it is not wanted. ``allowed``
+    is read only when ``check_allowed``. Scratch ``acc``, ``seen``, ``touched`` as in
     ``bm25_accumulate`` (zero on entry; cleaned again on return).
 
     Returns up to ``pick`` (>= ``depth``) local documents: the best by partial sum (score
@@ -416,8 +413,6 @@ def bm25_segment_topk(
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
     norms: Norms,
-    peaks: npt.NDArray[np.float64],
-    scale: float,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -440,15 +435,12 @@ def bm25_segment_topk(
     Once full, its worst score is a lower bound on the final k-th best, the bar this segment's
     MaxScore pruning starts from; the final buffer holds the same documents whatever the order
     of the segments. ``docnums`` maps local to global document numbers (ascending).
-    ``peaks`` (``float64[n_terms]``) and ``scale`` bound each term's contributions in the
-    segment (``peaks.peak_bound``): the segment's ``peaks.term_peaks`` and the snapshot's
-    ``peaks.peak_scale``, or ones and 1.0, which bound any segment (the formula's limit).
 
     ``term_ids``/``term_weights`` in the canonical order (ids outside ``[0, n_terms)`` ignored):
     scores are bit-identical to ``bm25_accumulate``'s over the same terms. ``allowed`` is read
     only when ``check_allowed`` (False when every document is live and there is no filter).
     The path, by the segment's postings for the query: one term, its postings straight into a
-    top-k buffer; the highest-bound terms that can fill the top k bring at least
+    top-k buffer; the highest-weight terms that can fill the top k bring at least
     ``1/dense_ratio`` of the postings and there are at least as many postings as documents,
     ``bm25_dense_topk``; fewer than ``prune_min`` postings, plain accumulation; otherwise
     ``bm25_maxscore``, then an exact re-score of its candidates in the canonical order
@@ -460,9 +452,9 @@ def bm25_segment_topk(
     """
     depth = top_s.shape[0]
     theta0 = top_s[worst_index(depth)] if top_n[0] == depth and depth > 0 else -np.inf
-    scores, docs = segment_best(offsets, doc_ids, tfs, norms, peaks, scale, term_ids,
-                                term_weights, allowed, check_allowed, theta0, depth, acc, seen,
-                                touched, prune_min, dense_ratio)
+    scores, docs = segment_best(offsets, doc_ids, tfs, norms, term_ids, term_weights, allowed,
+                                check_allowed, theta0, depth, acc, seen, touched, prune_min,
+                                dense_ratio)
     _offer_segment(scores, docs, docnums, top_s, top_d, top_n)
 
 
@@ -472,8 +464,6 @@ def segment_best(
     doc_ids: npt.NDArray[np.int32],
     tfs: npt.NDArray[np.float32],
     norms: Norms,
-    peaks: npt.NDArray[np.float64],
-    scale: float,
     term_ids: npt.NDArray[np.int32],
     term_weights: npt.NDArray[np.float64],
     allowed: npt.NDArray[np.uint8],
@@ -490,7 +480,7 @@ def segment_best(
     (which documents the paths): every document of the segment's exact top ``depth`` that scores
     at least ``theta0``, a lower bound on the query's final k-th best (``-inf`` when unknown);
     documents below it may be missing. Exact scores."""
-    order, bounds, nv, postings = _terms_by_bound(offsets, peaks, scale, term_ids, term_weights)
+    order, nv, postings = _terms_by_bound(offsets, term_ids, term_weights)
     if nv == 0 or depth <= 0:
         return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
     if nv == 1:
@@ -507,37 +497,33 @@ def segment_best(
         scores, docs = topk_touched(acc, seen, touched, n, depth, 0)
     else:
         scores, docs = _maxscore_topk(offsets, doc_ids, tfs, norms, term_ids, term_weights,
-                                      order, bounds, nv, allowed, check_allowed, theta0, depth,
-                                      acc, seen, touched)
+                                      order, nv, allowed, check_allowed, theta0, depth, acc,
+                                      seen, touched)
     return scores, docs
 
 
 @jit
-def _terms_by_bound(offsets: npt.NDArray[np.int64], peaks: npt.NDArray[np.float64], scale: float,
-                    term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int, int]:
-    # The query positions of the terms with postings in the segment, largest bound first (the
-    # term's peak bound: peaks.peak_bound), then canonical position: (order, bound by query
-    # position, how many, their postings in all).
+def _terms_by_bound(offsets: npt.NDArray[np.int64], term_ids: npt.NDArray[np.int32],
+                    term_weights: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], int, int]:
+    # The query positions of the terms with postings in the segment, largest bound (weight)
+    # first, then canonical position: (order, how many, their postings in all).
     n_terms = offsets.shape[0] - 1
     nq = term_ids.shape[0]
     order = np.empty(nq, dtype=np.int64)
-    bounds = np.zeros(nq, dtype=np.float64)
     nv = 0
     postings = 0
     for i in range(nq):
         t = term_ids[i]
         if t < 0 or t >= n_terms or offsets[t + 1] <= offsets[t]:
             continue
-        bounds[i] = peak_bound(term_weights[i], peaks[t], scale)
         pos = nv
         nv += 1
-        while pos > 0 and bounds[order[pos - 1]] < bounds[i]:
+        while pos > 0 and term_weights[order[pos - 1]] < term_weights[i]:
             order[pos] = order[pos - 1]
             pos -= 1
         order[pos] = i
         postings += offsets[t + 1] - offsets[t]
-    return order, bounds, nv, postings
+    return order, nv, postings
 
 
 @jit
@@ -557,8 +543,7 @@ def _filling_prefix(offsets: npt.NDArray[np.int64], term_ids: npt.NDArray[np.int
 def _maxscore_topk(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
                    tfs: npt.NDArray[np.float32], norms: Norms,
                    term_ids: npt.NDArray[np.int32], term_weights: npt.NDArray[np.float64],
-                   order: npt.NDArray[np.int64], bound_of: npt.NDArray[np.float64], nv: int,
-                   allowed: npt.NDArray[np.uint8],
+                   order: npt.NDArray[np.int64], nv: int, allowed: npt.NDArray[np.uint8],
                    check_allowed: bool, theta0: float, depth: int, acc: npt.NDArray[np.float64],
                    seen: npt.NDArray[np.uint8],
                    touched: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -570,7 +555,7 @@ def _maxscore_topk(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32
     for j in range(nv):
         ids_o[j] = term_ids[order[j]]
         w_o[j] = term_weights[order[j]]
-        bounds[j] = bound_of[order[j]]
+        bounds[j] = bm25_bound(w_o[j])
     picked = bm25_maxscore(offsets, doc_ids, tfs, norms, ids_o, w_o, bounds, allowed,
                            check_allowed, theta0, depth, 2 * depth + 8, acc, seen, touched)
     exact = bm25_score_docs(offsets, doc_ids, tfs, norms, term_ids, term_weights, picked)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, filters, lane, merge, ngram, peaks, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, lane, merge, ngram, pruning, tokenize, topk
 from hmsengine.kernels.norms import length_codes
 
 
@@ -98,13 +98,9 @@ def _lane(between: Callable[[], None]) -> None:
     docnums = np.arange(_N_DOCS, dtype=np.int64)
     terms = lane.term_records(_WEIGHTS, _TERM_IDS.reshape(-1, 1))
     for off, ids, vals in _postings():  # lane_row's arrays, writable and read-only
-        # As ready_for_queries makes them, for a built segment and a loaded one.
-        term_peaks = peaks.term_peaks(off, ids, vals, norms)
-        between()
         for check in (False, True):
             table = lane.new_table(1)
-            lane.lane_row(table, 0, 0, check, off, ids, vals, norms, allowed, docnums,
-                          term_peaks, 1.0)
+            lane.lane_row(table, 0, 0, check, off, ids, vals, norms, allowed, docnums)
             top_s, top_d, top_w = np.empty(2), np.empty(2, np.int64), np.empty(2, np.int64)
             lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
             between()
@@ -117,7 +113,6 @@ def _general(between: Callable[[], None]) -> None:
     acc, seen, touched = bm25.new_scratch(_N_DOCS)
     term_ids, weights = _TERM_IDS, _WEIGHTS
     for off, ids, vals in _postings():
-        term_peaks = peaks.term_peaks(off, ids, vals, norms)
         n = bm25.bm25_accumulate(
             off, ids, vals, norms, term_ids, weights, allowed, acc, seen, touched, 0
         )
@@ -146,9 +141,9 @@ def _general(between: Callable[[], None]) -> None:
                                              (pruning.bm25_segment_topk_held,
                                               topk.topk_finish_held)):
                     top_n[0] = 0
-                    segment_topk(off, ids, vals, norms, term_peaks, 1.0, term_ids, weights,
-                                 allowed, check, docnums, top_s, top_d, top_n, acc, seen,
-                                 touched, pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
+                    segment_topk(off, ids, vals, norms, term_ids, weights, allowed, check,
+                                 docnums, top_s, top_d, top_n, acc, seen, touched,
+                                 pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO)
                     finish(top_s, top_d, int(top_n[0]))
                     between()
 

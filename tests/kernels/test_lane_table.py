@@ -58,29 +58,26 @@ def _segment(n: int = 4) -> dict[str, np.ndarray]:
             "tfs": np.array([1.0, 2.0, 1.0], dtype=np.float32),
             "norm_table": bm25.bm25_norms(lengths, 2.0), "codes": codes,
             "allowed": np.ones(n, dtype=np.uint8),
-            "docnums": np.arange(n, dtype=np.int64),
-            "peaks": np.array([0.5, 0.25], dtype=np.float64)}
+            "docnums": np.arange(n, dtype=np.int64)}
 
 
 def _row(table: np.ndarray, s: dict[str, np.ndarray]) -> None:
     lane.lane_row(table, 0, 0, False, s["offsets"], s["doc_ids"], s["tfs"],
-                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"], s["peaks"], 1.0)
+                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"])
 
 
 def test_lane_row_records_the_arrays_and_their_lengths() -> None:
     s = _segment()
     table = lane.new_table(1)
     lane.lane_row(table, 0, 3, True, s["offsets"], s["doc_ids"], s["tfs"],
-                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"], s["peaks"], 1.25)
+                  (s["norm_table"], s["codes"]), s["allowed"], s["docnums"])
     r = table[0]
     assert (r[lane.COLUMN], r[lane.N_DOCS], r[lane.CHECK]) == (3, 4, 1)
     assert (r[lane.N_OFFSETS], r[lane.N_POSTINGS], r[lane.N_LENGTHS]) == (3, 3, 3)
     for column, name in ((lane.OFFSETS, "offsets"), (lane.DOC_IDS, "doc_ids"), (lane.TFS, "tfs"),
                          (lane.NORM_TABLE, "norm_table"), (lane.CODES, "codes"),
-                         (lane.ALLOWED, "allowed"), (lane.DOCNUMS, "docnums"),
-                         (lane.PEAKS, "peaks")):
+                         (lane.ALLOWED, "allowed"), (lane.DOCNUMS, "docnums")):
         assert r[column] == address_of(s[name])
-    assert table[0:1, lane.SCALE_BITS].view(np.float64)[0] == 1.25  # a float64 by its bits
 
 
 def test_lane_row_takes_read_only_arrays() -> None:
@@ -104,28 +101,13 @@ def test_lane_row_takes_read_only_arrays() -> None:
     ("docnums", np.arange(8, dtype=np.int64).reshape(2, 4)),
     ("docnums", np.arange(5, dtype=np.int64)),  # not one per document
     ("tfs", np.ones(2, dtype=np.float32)),  # not one per posting
-    ("peaks", np.ones(2, dtype=np.float32)),
-    ("peaks", np.ones(3)),  # not one per term
-    ("peaks", np.ones(4)[::2]),
 ], ids=["offsets-int32", "doc_ids-int64", "tfs-float64", "norm_table-strided", "codes-int64",
         "norm_table-empty", "allowed-bool",
-        "docnums-2d", "docnums-length", "tfs-length", "peaks-float32", "peaks-length",
-        "peaks-strided"])
+        "docnums-2d", "docnums-length", "tfs-length"])
 def test_lane_row_refuses_what_the_kernel_would_misread(name: str, bad: np.ndarray) -> None:
     s = _segment()
     s[name] = bad
     table = lane.new_table(1)
     with pytest.raises(ValueError):
         _row(table, s)
-    assert not table.any()
-
-
-@pytest.mark.parametrize("scale", [0.5, float("nan"), float("inf")])
-def test_lane_row_refuses_a_scale_that_would_shrink_the_bounds(scale: float) -> None:
-    """A peak scale below 1 would bound terms below what they add (kernels/peaks.py)."""
-    s = _segment()
-    table = lane.new_table(1)
-    with pytest.raises(ValueError):
-        lane.lane_row(table, 0, 0, False, s["offsets"], s["doc_ids"], s["tfs"],
-                      (s["norm_table"], s["codes"]), s["allowed"], s["docnums"], s["peaks"], scale)
     assert not table.any()

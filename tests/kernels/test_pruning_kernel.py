@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hmsengine import Engine
-from hmsengine.kernels import bm25, lane, peaks, pruning, reference, topk
+from hmsengine.kernels import bm25, lane, pruning, reference, topk
 from hmsengine.kernels.norms import length_codes
 
 VOCAB = [f"t{i}" for i in range(40)]
@@ -106,43 +106,20 @@ def _norms(s: dict[str, Any], c: dict[str, Any], form: str) -> Any:
 
 FORMS = ["per-document", "by-length"]
 
-
-def _peaks(s: dict[str, Any], c: dict[str, Any], form: str,
-           bounds: str = "peaks") -> tuple[np.ndarray, float]:
-    """Segment ``s``'s term peaks and the search's scale, as the engine makes them
-    (``Segment.term_peaks``: at the segment's own mean length; ``peak_scale`` to the search's
-    average, which the cases draw at 0.5x, 1x and 2x the mean over every segment), in the
-    norms' ``form``; with ``bounds="formula"``, ones and 1.0 (the formula's limit)."""
-    n_terms = s["offsets"].shape[0] - 1
-    if bounds == "formula":
-        return np.ones(n_terms, dtype=np.float64), 1.0
-    reference_len = float(np.mean(s["doc_lens"]))
-    if form == "per-document":
-        norms: Any = bm25.bm25_norms(s["doc_lens"], reference_len)
-    else:
-        lengths, codes = length_codes(s["doc_lens"])
-        norms = bm25.bm25_norms(lengths, reference_len), codes
-    return (peaks.term_peaks(s["offsets"], s["doc_ids"], s["tfs"], norms),
-            peaks.peak_scale(c["avgdl"], reference_len))
-
-
-BOUNDS = ["peaks", "formula"]
-
 # (prune_min, dense_ratio): the engine's thresholds, and ones that force each path.
 PATHS = [(pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO), (0, 0), (0, 10**9), (10**9, 0)]
 
 
-@pytest.mark.parametrize("bounds", BOUNDS)
 @pytest.mark.parametrize("form", FORMS)
 @given(searches(), st.sampled_from(PATHS))
 @SETTINGS
 def test_segment_topk_matches_reference_in_any_segment_order(
-    form: str, bounds: str, c: dict[str, Any], path: tuple[int, int]
+    form: str, c: dict[str, Any], path: tuple[int, int]
 ) -> None:
     """bm25_segment_topk over every segment (any order, shared bar) gives the reference top k,
     scores bit for bit, ties by document number, with deletions and filters; scratch clean;
     whichever path (one term, dense, plain, MaxScore) the thresholds pick; norms per document
-    or by length; MaxScore bounding terms by their peaks or by the formula's limit."""
+    or by length."""
     k = c["k"]
     top_s = np.empty(k, dtype=np.float64)
     top_d = np.empty(k, dtype=np.int64)
@@ -151,9 +128,9 @@ def test_segment_topk_matches_reference_in_any_segment_order(
     for i in c["order"]:
         s = c["segs"][i]
         pruning.bm25_segment_topk(
-            s["offsets"], s["doc_ids"], s["tfs"], _norms(s, c, form), *_peaks(s, c, form, bounds),
-            c["term_ids"], c["weights"], s["allowed"], s["check"], s["docnums"], top_s, top_d,
-            top_n, acc, seen, touched, *path)
+            s["offsets"], s["doc_ids"], s["tfs"], _norms(s, c, form), c["term_ids"], c["weights"],
+            s["allowed"], s["check"], s["docnums"], top_s, top_d, top_n, acc, seen, touched,
+            *path)
         assert not acc.any() and not seen.any(), "scratch must be clean after each segment"
     n = int(top_n[0])
     topk.topk_finish(top_s, top_d, n)
@@ -179,17 +156,14 @@ def test_each_path_matches_reference(form: str, c: dict[str, Any]) -> None:
     assert not acc.any()
     n_terms = s["offsets"].shape[0] - 1
     valid = [j for j in range(ids.shape[0]) if 0 <= ids[j] < n_terms]
-    term_peaks, scale = _peaks(s, c, form)
-    for bound in (lambda j: w[j] * bm25.K1_PLUS_1,  # the formula's limit, then the peak's
-                  lambda j: w[j] * bm25.K1_PLUS_1 * min(1.0, term_peaks[ids[j]] * scale * (1 + 1e-12))):
-        order = sorted(valid, key=lambda j: (-bound(j), j))
-        bounds = np.array([bound(j) for j in order], dtype=np.float64)
-        picked = pruning.bm25_maxscore(*args, ids[order], w[order], bounds, s["allowed"],
-                                       s["check"], -np.inf, k, 2 * k + 8, acc, seen, touched)
-        assert not acc.any() and not seen.any()
-        exact = bm25.bm25_score_docs(*args, ids, w, picked)
-        got_s, got_d = reference.ranked(exact, picked.astype(np.int64), k)
-        assert got_d.tolist() == want_d.tolist() and got_s.tobytes() == want_s.tobytes()
+    order = sorted(valid, key=lambda j: (-w[j], j))
+    picked = pruning.bm25_maxscore(*args, ids[order], w[order], w[order] * bm25.K1_PLUS_1,
+                                   s["allowed"], s["check"], -np.inf, k, 2 * k + 8, acc, seen,
+                                   touched)
+    assert not acc.any() and not seen.any()
+    exact = bm25.bm25_score_docs(*args, ids, w, picked)
+    got_s, got_d = reference.ranked(exact, picked.astype(np.int64), k)
+    assert got_d.tolist() == want_d.tolist() and got_s.tobytes() == want_s.tobytes()
     if len(valid) == 1:
         j = valid[0]
         got_s, got_d = topk.bm25_term_topk(*args, int(ids[j]), float(w[j]), s["allowed"],
@@ -233,11 +207,10 @@ def test_bar_from_other_segments_keeps_ties(path: tuple[int, int]) -> None:
     top_s, top_d, top_n = np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64)
     acc, seen, touched = bm25.new_scratch(len(docs))
     allowed = np.ones(len(docs), np.uint8)
-    term_peaks = peaks.term_peaks(offsets, doc_ids, tfs, norms)
     for base in (len(docs), 0):
-        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, term_peaks, 1.0, ids, w, allowed,
-                                  False, base + np.arange(len(docs), dtype=np.int64), top_s,
-                                  top_d, top_n, acc, seen, touched, *path)
+        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, False,
+                                  base + np.arange(len(docs), dtype=np.int64), top_s, top_d,
+                                  top_n, acc, seen, touched, *path)
     topk.topk_finish(top_s, top_d, int(top_n[0]))
     ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
     want_s, want_d = reference.ranked(np.concatenate([ref[hit], ref[hit]]),
@@ -264,9 +237,7 @@ def test_maxscore_finishes_common_terms_on_few_candidates(seed: int, k: int,
     allowed = ((rng.random(n) < 0.8) if deleted else np.ones(n, bool)).astype(np.uint8)
     top_s, top_d, top_n = np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64)
     acc, seen, touched = bm25.new_scratch(n)
-    pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms,
-                              peaks.term_peaks(offsets, doc_ids, tfs, norms), 1.0, ids, w,
-                              allowed, deleted,
+    pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, deleted,
                               np.arange(n, dtype=np.int64), top_s, top_d, top_n, acc, seen,
                               touched, 0, 0)
     assert not acc.any() and not seen.any()
@@ -320,11 +291,9 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
         s = c["segs"][i]
         offsets, doc_ids, tfs = relabelled[i]
         norms = _norms(s, c, "by-length")  # the engine's form (kernels/norms.py)
-        term_peaks, scale = _peaks({**s, "offsets": offsets, "doc_ids": doc_ids, "tfs": tfs}, c,
-                                   "by-length")
-        held.append((norms, term_peaks))
+        held.append(norms)
         lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, norms, s["allowed"],
-                      s["docnums"], term_peaks, scale)
+                      s["docnums"])
     terms = lane.term_records(c["weights"], matrix)
     count = lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
     assert not acc.any() and not seen.any(), "scratch must be clean after the call"
@@ -334,110 +303,3 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
     for doc, where in zip(top_d[:count].tolist(), top_w[:count].tolist(), strict=True):
         column, local = where >> lane.LOCAL_BITS, where & lane.LOCAL_MASK
         assert c["segs"][column]["docnums"][local] == doc
-
-
-@given(seed=st.integers(0, 2**32 - 1), form=st.sampled_from(FORMS),
-       ratio=st.floats(0.05, 20.0), weight=st.floats(0.001, 30.0))
-@settings(max_examples=40 if NO_JIT else 200, deadline=None)
-def test_peak_bound_holds_every_contribution(seed: int, form: str, ratio: float,
-                                             weight: float) -> None:
-    """For a snapshot average length anywhere from 1/20 to 20 times the segment's own, every
-    posting's contribution (as the kernels compute it) is at most its term's peak bound, and
-    the bound never exceeds the formula's limit. Long and short documents, repeated terms."""
-    rng = np.random.default_rng(seed)
-    s = _segment(rng, int(rng.integers(1, 400)), int(rng.integers(1, 30)), 0, False)
-    avgdl = float(np.mean(s["doc_lens"])) * ratio
-    term_peaks, scale = _peaks(s, {"avgdl": avgdl}, form)
-    assert scale == max(1.0, avgdl / float(np.mean(s["doc_lens"])))
-    norms = bm25.bm25_norms(s["doc_lens"], avgdl)
-    offsets, doc_ids, tfs = s["offsets"], s["doc_ids"], s["tfs"]
-    bound = np.array([peaks.peak_bound(weight, float(term_peaks[t]), scale)
-                      for t in range(offsets.shape[0] - 1)])
-    for t in range(offsets.shape[0] - 1):
-        lo, hi = offsets[t], offsets[t + 1]
-        tf = tfs[lo:hi].astype(np.float64)
-        contributions = weight * tf * bm25.K1_PLUS_1 / (tf + norms[doc_ids[lo:hi]])
-        assert (contributions <= bound[t]).all()
-        assert bound[t] <= weight * bm25.K1_PLUS_1
-        if ratio == 1.0 and hi > lo:  # at the reference length the bound is the largest one
-            assert bound[t] <= contributions.max() * (1 + 1e-9)
-
-
-def test_peaks_prune_more_than_the_formula_limit() -> None:
-    """Where the peaks are well below the limit (each word at most once, documents of 10-60
-    words), MaxScore with them touches fewer documents than with the formula's limit, for the
-    same exact top k: what the peaks are for."""
-    rng = np.random.default_rng(5)
-    n, n_terms = 4000, 300
-    p = 1.0 / np.arange(1, n_terms + 1) ** 1.1
-    p /= p.sum()
-    docs = [sorted(set(rng.choice(n_terms, int(rng.integers(10, 61)), p=p).tolist()))
-            for _ in range(n)]
-    offsets, doc_ids, tfs, lens = reference.build_postings(docs, n_terms)
-    norms = bm25.bm25_norms(lens, float(lens.mean()))
-    term_peaks = peaks.term_peaks(offsets, doc_ids, tfs, norms)
-    assert float(term_peaks.max()) < 0.7  # tf = 1: 1 / (1 + norm), norm >= k1 (1 - b)
-    ids = np.array([20, 60, 120, 200], dtype=np.int32)
-    w = bm25.bm25_idf(np.diff(offsets)[ids], n) * 1.0
-    allowed = np.ones(n, np.uint8)
-    acc, seen, touched = bm25.new_scratch(n)
-    touched_by = {}
-    for name, bounds in (("formula", w * bm25.K1_PLUS_1),
-                         ("peaks", w * bm25.K1_PLUS_1 * term_peaks[ids] * (1 + 1e-12))):
-        order = np.argsort(-bounds, kind="stable")
-        touched[:] = -1  # what the call writes there is what it touched
-        picked = pruning.bm25_maxscore(offsets, doc_ids, tfs, norms, ids[order], w[order],
-                                       bounds[order], allowed, False, -np.inf, 10, 28, acc,
-                                       seen, touched)
-        touched_by[name] = int(np.count_nonzero(touched >= 0))
-        exact = bm25.bm25_score_docs(offsets, doc_ids, tfs, norms, ids, w, picked)
-        got = reference.ranked(exact, picked.astype(np.int64), 10)
-        ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
-        want = reference.ranked(ref[hit], np.flatnonzero(hit), 10)
-        assert got[1].tolist() == want[1].tolist() and got[0].tobytes() == want[0].tobytes()
-    assert touched_by["peaks"] < touched_by["formula"]
-
-
-def test_maxscore_with_a_scaled_peak_keeps_every_document() -> None:
-    """A segment of short documents searched in a snapshot whose average length is 12 times
-    its own (other segments of long documents): every contribution there is 1.6 times what
-    the peak alone, at the segment's own average, allows. The documents holding B and C
-    (1.6 x (0.6 + 0.6)) outrank those holding A (1.6 x 1.0); bounded by unscaled peaks (1.0,
-    0.6, 0.6) MaxScore would stop after A, the k-th best of A above what B and C seem able
-    to add. With the scale (peaks.peak_scale) the top k is the reference's, on the engine's
-    path and on a forced MaxScore."""
-    filler = list(range(3, 60))
-    rng = np.random.default_rng(11)
-
-    def doc(*terms: int) -> list[int]:  # six distinct terms: every document of one length
-        return [*terms, *rng.choice(filler, 6 - len(terms), replace=False).tolist()]
-
-    docs = ([doc(0) for _ in range(10)] + [doc(1, 2) for _ in range(5)]
-            + [doc(1) for _ in range(200)] + [doc(2) for _ in range(200)]
-            + [doc() for _ in range(2000)])
-    order = rng.permutation(len(docs))
-    docs = [docs[i] for i in order]
-    n = len(docs)
-    offsets, doc_ids, tfs, lens = reference.build_postings(docs, 60)
-    reference_len = float(lens.mean())
-    term_peaks = peaks.term_peaks(offsets, doc_ids, tfs, bm25.bm25_norms(lens, reference_len))
-    assert np.allclose(term_peaks[:3], 1 / (1 + bm25.K1))
-    avgdl = reference_len * 12.0
-    norms = bm25.bm25_norms(lens, avgdl)
-    scale = peaks.peak_scale(avgdl, reference_len)
-    assert scale == 12.0
-    ids = np.array([0, 1, 2], dtype=np.int32)
-    w = np.array([1.0, 0.6, 0.6])
-    allowed = np.ones(n, np.uint8)
-    acc, seen, touched = bm25.new_scratch(n)
-    ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
-    want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), 5)
-    both = np.flatnonzero((order >= 10) & (order < 15))  # where the B-and-C documents went
-    assert sorted(want_d.tolist()) == both.tolist()
-    for path in ((pruning.PRUNE_MIN_POSTINGS, pruning.DENSE_RATIO), (0, 0)):  # (0, 0): MaxScore
-        top_s, top_d, top_n = np.empty(5), np.empty(5, np.int64), np.zeros(1, np.int64)
-        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, term_peaks, scale, ids, w,
-                                  allowed, False, np.arange(n, dtype=np.int64), top_s, top_d,
-                                  top_n, acc, seen, touched, *path)
-        topk.topk_finish(top_s, top_d, int(top_n[0]))
-        assert top_d.tolist() == want_d.tolist() and top_s.tobytes() == want_s.tobytes()
