@@ -42,6 +42,7 @@ from ..storage.journal import KIND_BASE, KIND_CHECKPOINT, encode_frame
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
 from .indexer import Indexer
+from .state import EMBEDDING, KEY, METADATA
 from .store import StoreCore
 from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction
 
@@ -80,9 +81,9 @@ class BaseDocument(NamedTuple):
 
 def write_generation(core: StoreCore, name: str) -> NewGeneration:
     """Write and fsync a complete new generation holding the table's live documents."""
-    entries = sorted(core.table.entries.items(), key=lambda item: item[1].key)
-    documents = (BaseDocument(doc_id, core.text.read(e.offset, e.length, e.crc), e.metadata_json,
-                              e.embedding, e.key) for doc_id, e in entries)
+    entries = sorted(core.table.entries.items(), key=lambda item: item[1][KEY])
+    documents = (BaseDocument(doc_id, core.text.read(*e[:3]), e[METADATA], e[EMBEDDING], e[KEY])
+                 for doc_id, e in entries)
     commit_ms = core.clock() if core.clock is not None else None
     return write_base_generation(core.directory, name, core.codec, documents,
                                  revision=core.table.revision, embedding_dim=core.table.embedding_dim,

@@ -31,6 +31,7 @@ from .lifecycle import as_directory, lifecycle
 from .pacing import SearchPacer, pacing_now
 from .replica import Replica
 from .scrub import CheckReport
+from .state import EMBEDDING, KEY, METADATA, DocEntry
 from .store import StoreCore
 from .values import (
     DEFAULT_SEMANTIC_WEIGHT,
@@ -256,8 +257,8 @@ class DocumentEngine:
         self._check_open()
         entries = self._core.table.entries
         if commit_order:
-            ordered = sorted(entries.items(), key=lambda item: item[1].key)
-            return [(doc_id, e.metadata_json) for doc_id, e in ordered]
+            ordered = sorted(entries.items(), key=lambda item: item[1][KEY])
+            return [(doc_id, e[METADATA]) for doc_id, e in ordered]
         return entries.metadata_items()
 
     def scan_metadata_chunks(self) -> list[MetadataChunk]:
@@ -279,7 +280,7 @@ class DocumentEngine:
         table = self._core.table
         out = {}
         for doc_id in table.tombstones:
-            metadata_json = table.entries[doc_id].metadata_json
+            metadata_json = table.entries[doc_id][METADATA]
             assert metadata_json is not None
             out[doc_id] = tombstone_time(metadata_json)
         return out
@@ -335,12 +336,11 @@ class DocumentEngine:
             if entry is None or doc_id in self._core.table.tombstones:
                 return None
             try:
-                if entry.length <= INLINE_READ_BYTES:
-                    text = self._core.read_text(entry.offset, entry.length, entry.crc)
+                offset, length, crc = entry[:3]
+                if length <= INLINE_READ_BYTES:
+                    text = self._core.read_text(offset, length, crc)
                 else:
-                    text = await trio.to_thread.run_sync(
-                        self._core.read_text, entry.offset, entry.length, entry.crc
-                    )
+                    text = await trio.to_thread.run_sync(self._core.read_text, offset, length, crc)
             except HmsError:
                 if self._core.table.get(doc_id) is not entry:
                     continue  # replaced or deleted while we read: look again
@@ -370,9 +370,10 @@ class DocumentEngine:
             if entry is None or doc_id in table.tombstones:
                 out.append(None)
                 continue
-            if entry.length <= INLINE_READ_BYTES:
+            offset, length, crc = entry[:3]
+            if length <= INLINE_READ_BYTES:
                 try:
-                    out.append(_document(doc_id, read_text(entry.offset, entry.length, entry.crc), entry))
+                    out.append(_document(doc_id, read_text(offset, length, crc), entry))
                     continue
                 except HmsError:
                     if table.get(doc_id) is entry:
@@ -556,10 +557,11 @@ def _tombstone_pair(value: tuple[Any, ...], n: int) -> tuple[Any, int]:
     return value[0], value[1]
 
 
-def _document(doc_id: str, text: str, entry: Any) -> Document:
+def _document(doc_id: str, text: str, entry: DocEntry) -> Document:
     # tolist() gives the same Python floats as float() of each float32, ~5x faster (384 dims).
+    metadata_json, embedding = entry[METADATA], entry[EMBEDDING]
     return Document(
         id=doc_id, text=text,
-        metadata=None if entry.metadata_json is None else parse_metadata(entry.metadata_json),
-        embedding=None if entry.embedding is None else tuple(entry.embedding.tolist()),
+        metadata=None if metadata_json is None else parse_metadata(metadata_json),
+        embedding=None if embedding is None else tuple(embedding.tolist()),
     )

@@ -34,7 +34,7 @@ from .actor import Warming
 from .docnums import DocnumMap, kept_ids
 from .indexfiles import IndexFiles
 from .metaindex import MetadataIndex
-from .state import DocEntry, doc_key
+from .state import EMBEDDING, KEY, METADATA, DocEntry, doc_key
 from .store import StoreCore
 from .txn import StoredOp, StoredPut
 from .values import TOMBSTONE_PREFIX
@@ -132,11 +132,11 @@ class Indexer:
         texts = []
         for doc_id, key in zip(segment.ids, segment.docnums, strict=True):
             entry = table.get(doc_id)
-            if entry is None or entry.key != int(key):
+            if entry is None or entry[KEY] != int(key):
                 texts.append("")
                 continue
             try:
-                texts.append(self._core.read_text(entry.offset, entry.length, entry.crc))
+                texts.append(self._core.read_text(*entry[:3]))
             except HmsError:
                 texts.append("")  # replaced or compacted meanwhile: dead by now
         return texts
@@ -206,7 +206,7 @@ class Indexer:
     def _metadata_source(self) -> Iterator[tuple[str, str | None, int]]:
         docnum_of = self.docnum_of
         for doc_id, entry in self._core.table.entries.items():
-            yield doc_id, entry.metadata_json, docnum_of.get(doc_id, -1)
+            yield doc_id, entry[METADATA], docnum_of.get(doc_id, -1)
 
     # -- rebuild at open -------------------------------------------------------------------
 
@@ -238,15 +238,15 @@ class Indexer:
         missing = [] if len(self.docnum_of) == len(table) - len(table.tombstones) else sorted(
             ((i, e) for i, e in table.entries.items()
              if i not in self.docnum_of and i not in table.tombstones),
-            key=lambda item: item[1].key)
+            key=lambda item: item[1][KEY])
         for start in range(0, len(missing), REBUILD_CHUNK):
             if progress is not None:
                 progress(start, len(missing))
             chunk = missing[start:start + REBUILD_CHUNK]
             segment = await trio.to_thread.run_sync(self._build_chunk, chunk, table.embedding_dim)
-            segment = attrs.evolve(segment, docnums=np.asarray([e.key for _, e in chunk], dtype=np.int64))
+            segment = attrs.evolve(segment, docnums=np.asarray([e[KEY] for _, e in chunk], dtype=np.int64))
             for doc_id, entry in chunk:
-                self.docnum_of[doc_id] = entry.key
+                self.docnum_of[doc_id] = entry[KEY]
             views.append(SegmentView.fresh(segment))
             self.rebuilt_documents += len(chunk)
         if progress is not None and missing:
@@ -404,10 +404,10 @@ class Indexer:
 
     def _build_chunk(self, chunk: list[tuple[str, DocEntry]], embedding_dim: int | None) -> Segment:
         core = self._core
-        texts = [core.read_text(e.offset, e.length, e.crc) for _, e in chunk]
+        texts = [core.read_text(*e[:3]) for _, e in chunk]
         return build_segment(
             self.analyzer, ids=[i for i, _ in chunk], texts=texts,
-            embeddings=[e.embedding for _, e in chunk], first_docnum=0,
+            embeddings=[e[EMBEDDING] for _, e in chunk], first_docnum=0,
             dim=self.dim, embedding_dim=embedding_dim,
         )
 

@@ -38,7 +38,7 @@ from ..storage import tablesnap
 from ..storage.journal import KIND_CHECKPOINT, Frame, ScanResult, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
-from .state import KEY_STRIDE, DocEntry, DocTable, doc_key
+from .state import CRC, KEY_STRIDE, LENGTH, METADATA, OFFSET, REVISION, DocTable, doc_key
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
 from .values import TOMBSTONE_PREFIX
@@ -150,12 +150,12 @@ def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
             state.text_synced, state.zeroed_through = cp.text_synced, cp.zeroed_through
             for doc_id, rev, off, length, crc in cp.moved:
                 entry = table.get(doc_id)
-                if entry is not None and entry.revision == rev:
-                    entry.offset, entry.length, entry.crc = off, length, crc
+                if entry is not None and entry[REVISION] == rev:
+                    table.entries.replace(doc_id, (off, length, crc, *entry[METADATA:]))
                 state.record_end = max(state.record_end, off + length)
             state.unsynced = {k: v for k, v in state.unsynced.items()
                               if (e := table.get(k)) is not None
-                              and e.offset + e.length > state.text_synced}
+                              and e[OFFSET] + e[LENGTH] > state.text_synced}
             continue
         ops, dim = decode_transaction(frame.payload, where=where, offset=frame.offset)
         if dim is not None:
@@ -165,8 +165,8 @@ def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
             if isinstance(op, StoredPut):
                 state.record_end = max(state.record_end, op.offset + op.length)
                 key = op.key if op.key is not None else doc_key(rev, position)
-                old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
-                                                op.embedding, key // KEY_STRIDE, key))
+                old = table.put(op.id, (op.offset, op.length, op.crc, op.metadata_json,
+                                        op.embedding, key // KEY_STRIDE, key))
                 if op.offset + op.length > state.text_synced:
                     state.unsynced[op.id] = op
                 else:
@@ -175,7 +175,7 @@ def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
                 old = table.delete(op.id)
                 state.unsynced.pop(op.id, None)
             if old is not None:
-                state.dead.append((old.offset, old.length, rev))
+                state.dead.append((old[OFFSET], old[LENGTH], rev))
         table.revision = rev
 
 
@@ -192,15 +192,16 @@ def _repair_text(core: StoreCore, state: _Replay) -> tuple[list[tuple[str, int, 
         rewritten: list[tuple[int, int]] = []
         for doc_id, op in state.unsynced.items():
             entry = table.get(doc_id)
-            if entry is None or text.is_intact(entry.offset, entry.length, entry.crc):
+            if entry is None or text.is_intact(entry[OFFSET], entry[LENGTH], entry[CRC]):
                 continue
             # The damaged copy may still hold some of the text: zero it like a dead record.
-            rewritten.append((entry.offset, entry.length))
+            rewritten.append((entry[OFFSET], entry[LENGTH]))
             offset = text.handle.size()
             record = text.encode_at(op.text.encode("utf-8"), offset)
             text.handle.append(record)
-            entry.offset, entry.length, entry.crc = offset, len(record), record_crc(record)
-            moved.append((doc_id, entry.revision, entry.offset, entry.length, entry.crc))
+            crc = record_crc(record)
+            table.entries.replace(doc_id, (offset, len(record), crc, *entry[METADATA:]))
+            moved.append((doc_id, entry[REVISION], offset, len(record), crc))
     to_zero = [(off, length) for off, length, rev in state.dead
                if rev > state.zeroed_through] + rewritten
     return moved, to_zero

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain
-from operator import attrgetter
-from typing import Any
+from operator import itemgetter
+from typing import Any, Final
 
 import numpy as np
 
@@ -32,30 +32,32 @@ def doc_key(revision: int, position: int) -> int:
     return revision * KEY_STRIDE + position
 
 
-class DocEntry:
-    """Where one live document's text is, and its metadata and embedding."""
-
-    __slots__ = ("crc", "embedding", "key", "length", "metadata_json", "offset", "revision")
-
-    def __init__(self, offset: int, length: int, crc: int, metadata_json: str | None,
-                 embedding: np.ndarray | None, revision: int, key: int) -> None:
-        self.offset = offset
-        self.length = length
-        self.crc = crc
-        self.metadata_json = metadata_json
-        self.embedding = embedding
-        self.revision = revision
-        self.key = key
+# Where one live document's text is, and its metadata and embedding: ``(offset, length, crc,
+# metadata_json, embedding, revision, key)``, read through the indexes below. A plain tuple, on
+# purpose: Python's cyclic garbage collector stops tracking a tuple of numbers, strings, None and
+# numpy arrays at the first collection that sees it (not an instance of a class, nor of a named
+# tuple), so the table's entries, one per document written or read since the open, are not
+# traversed again by every full collection; as instances of a class with slots they were.
+# Never changed once made: a repair or a new version installs a new one (readers compare
+# identity to notice a concurrent replace).
+DocEntry = tuple[int, int, int, str | None, np.ndarray | None, int, int]
+OFFSET: Final = 0
+LENGTH: Final = 1
+CRC: Final = 2
+METADATA: Final = 3
+EMBEDDING: Final = 4
+REVISION: Final = 5
+KEY: Final = 6
 
 
 class Entries(MutableMapping[str, DocEntry]):
-    """id -> :class:`DocEntry` of every live document: a ``dict`` in behaviour, columns inside.
+    """id -> ``DocEntry`` of every live document: a ``dict`` in behaviour, columns inside.
 
     An open that starts from a table snapshot (storage/tablesnap.py) installs it as a *base*:
     the ids, one int64 row of (offset, length, crc, revision, key) per document, the metadata
     packed as the snapshot stores it (``PackedText``: one UTF-8 blob, a row decoded when it is
     read; a str per document cost ~50 bytes more each) and the embeddings, as decoded. No
-    :class:`DocEntry` is built for a base row until someone looks it up (a million of them took
+    ``DocEntry`` is built for a base row until someone looks it up (a million of them took
     ~2.5 s at open); the first lookup builds it and keeps it in the *overlay*, so every later
     lookup returns the same object (readers compare identity to notice a concurrent replace,
     and recovery repairs entries in place).
@@ -113,8 +115,7 @@ class Entries(MutableMapping[str, DocEntry]):
 
     def _row(self, row: int) -> DocEntry:
         offset, length, crc, revision, key = self._columns[row].tolist()
-        return DocEntry(offset, length, crc, self._metadata[row], self._embeddings[row],
-                        revision, key)
+        return (offset, length, crc, self._metadata[row], self._embeddings[row], revision, key)
 
     # -- the mapping ---------------------------------------------------------------------------
 
@@ -170,7 +171,7 @@ class Entries(MutableMapping[str, DocEntry]):
         if old is not None:
             row = self._row_of.get(doc_id) if self._ids else None
             if row is not None:
-                self._live_key[row] = entry.key
+                self._live_key[row] = entry[KEY]
             return old
         row = self._row_of.get(doc_id) if self._ids else None
         if row is None:
@@ -178,9 +179,9 @@ class Entries(MutableMapping[str, DocEntry]):
             return None
         if self._live_key[row] < 0:
             self._len += 1
-            self._live_key[row] = entry.key
+            self._live_key[row] = entry[KEY]
             return None
-        self._live_key[row] = entry.key
+        self._live_key[row] = entry[KEY]
         return self._row(row)
 
     def __delitem__(self, doc_id: str) -> None:
@@ -210,11 +211,11 @@ class Entries(MutableMapping[str, DocEntry]):
     def metadata_items(self) -> list[tuple[str, str | None]]:
         """(id, metadata JSON) of every live document, in iteration order."""
         over = self._over
-        out = [(doc_id, e.metadata_json if (e := over.get(doc_id)) is not None else meta)
+        out = [(doc_id, e[METADATA] if (e := over.get(doc_id)) is not None else meta)
                for doc_id, meta, key in zip(self._ids, self._metadata, self._live_key.tolist(),
                                             strict=True) if key >= 0]
         row_of = self._row_of
-        out.extend((doc_id, e.metadata_json) for doc_id, e in list(over.items())
+        out.extend((doc_id, e[METADATA]) for doc_id, e in list(over.items())
                    if doc_id not in row_of)
         return out
 
@@ -235,12 +236,12 @@ class Entries(MutableMapping[str, DocEntry]):
                 blob, bounds = packed.span(start, stop)
                 yield MetadataChunk(ids=ids[start:stop], blob=blob, bounds=bounds)
                 continue
-            live = [(ids[r], packed[r] if same[r] else over[ids[r]].metadata_json)
+            live = [(ids[r], packed[r] if same[r] else over[ids[r]][METADATA])
                     for r in range(start, stop) if self._live_key[r] >= 0]
             if live:
                 yield MetadataChunk.of(live)
         row_of = self._row_of
-        rest = [(doc_id, e.metadata_json) for doc_id, e in list(over.items())
+        rest = [(doc_id, e[METADATA]) for doc_id, e in list(over.items())
                 if doc_id not in row_of]
         for start in range(0, len(rest), rows):
             yield MetadataChunk.of(rest[start:start + rows])
@@ -256,7 +257,7 @@ class Entries(MutableMapping[str, DocEntry]):
             for j in np.flatnonzero(rows < 0).tolist():
                 entry = over.get(ids[j])
                 if entry is not None:
-                    keys[j] = entry.key
+                    keys[j] = entry[KEY]
         return np.asarray(keys, dtype=np.int64)
 
     def base_in_key_order(self, exclude: set[str]) -> tuple[list[str], np.ndarray] | None:
@@ -290,11 +291,11 @@ class Entries(MutableMapping[str, DocEntry]):
         rest = list(over.values())
         if rest:
             ids.extend(over)
-            fields = map(attrgetter("offset", "length", "crc", "revision", "key"), rest)
+            fields = map(itemgetter(OFFSET, LENGTH, CRC, REVISION, KEY), rest)
             columns.append(np.fromiter(chain.from_iterable(fields), dtype=np.int64,
                                        count=5 * len(rest)).reshape(len(rest), 5))
-            metadata.extend(map(attrgetter("metadata_json"), rest))
-            embeddings.extend(map(attrgetter("embedding"), rest))
+            metadata.extend(map(itemgetter(METADATA), rest))
+            embeddings.extend(map(itemgetter(EMBEDDING), rest))
         table = np.concatenate(columns)
         # In key (commit) order, so the next open finds its base already in the index's order
         # (a store written since its open usually is already: its overlay in commit order).
@@ -307,7 +308,7 @@ class Entries(MutableMapping[str, DocEntry]):
 
 
 class DocTable:
-    """id -> :class:`DocEntry` for every live document, plus the store-wide facts."""
+    """id -> ``DocEntry`` for every live document, plus the store-wide facts."""
 
     def __init__(self) -> None:
         self.entries = Entries()
@@ -327,7 +328,7 @@ class DocTable:
     def put(self, doc_id: str, entry: DocEntry) -> DocEntry | None:
         """Install ``entry``; return the replaced entry (whose record is now dead), if any."""
         old = self.entries.replace(doc_id, entry)
-        if is_tombstone_json(entry.metadata_json):
+        if is_tombstone_json(entry[METADATA]):
             self.tombstones.add(doc_id)
         elif old is not None:
             self.tombstones.discard(doc_id)
@@ -339,8 +340,8 @@ class DocTable:
         base = revision * KEY_STRIDE
         olds = self.entries.replace_many(
             [op.id for op in puts],
-            [DocEntry(op.offset, op.length, op.crc, op.metadata_json, op.embedding, revision,
-                      base + position) for position, op in enumerate(puts)])
+            [(offset, length, crc, meta, vector, revision, base + position)
+             for position, (_, _, meta, vector, offset, length, crc, _) in enumerate(puts)])
         tombstones = self.tombstones
         for op, old in zip(puts, olds, strict=True):
             meta = op.metadata_json

@@ -35,7 +35,7 @@ from ..storage.journal import (
 )
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment
-from .state import KEY_STRIDE, DocEntry, DocTable
+from .state import KEY_STRIDE, METADATA, DocTable
 from .txn import (
     Checkpoint,
     StoredDelete,
@@ -274,9 +274,7 @@ class StoreCore:
         self.journal_label = fresh.journal_label
         entries = self.table.entries
         for doc_id, (offset, length, crc) in locations.items():
-            e = entries[doc_id]
-            entries[doc_id] = DocEntry(offset, length, crc, e.metadata_json, e.embedding,
-                                       e.revision, e.key)
+            entries[doc_id] = (offset, length, crc, *entries[doc_id][METADATA:])
         self.text_synced = self.text.handle.size()
         self.zeroed_through = self.table.revision
         self.dirty = False

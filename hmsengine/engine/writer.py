@@ -39,7 +39,7 @@ from . import compaction
 from .actor import ReplySlot
 from .compaction import CompactReport
 from .indexer import Indexer
-from .state import DocEntry, doc_key
+from .state import LENGTH, OFFSET, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import StoredOp, StoredPut
 from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult, put_result
@@ -440,7 +440,7 @@ class WriterActor:
                 # A bulk transaction of puts: installed in one pass (DocTable.put_many).
                 puts: list[StoredPut] = ops  # type: ignore[assignment]
                 olds = table.put_many(txn.sequence, puts)
-                dead.extend((old.offset, old.length) for old in olds if old is not None)
+                dead.extend((old[OFFSET], old[LENGTH]) for old in olds if old is not None)
                 self._unsynced_bytes += sum(op.length for op in puts)
                 if not self._core.purge_pending and any(
                         op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX)
@@ -450,16 +450,16 @@ class WriterActor:
                 continue
             for position, op in enumerate(ops):
                 if isinstance(op, StoredPut):
-                    old = table.put(op.id, DocEntry(op.offset, op.length, op.crc, op.metadata_json,
-                                                    op.embedding, txn.sequence,
-                                                    doc_key(txn.sequence, position)))
+                    old = table.put(op.id, (op.offset, op.length, op.crc, op.metadata_json,
+                                            op.embedding, txn.sequence,
+                                            doc_key(txn.sequence, position)))
                     self._unsynced_bytes += op.length
                     if op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX):
                         self._core.purge_pending = True
                 else:
                     old = table.delete(op.id)
                 if old is not None:
-                    dead.append((old.offset, old.length))
+                    dead.append((old[OFFSET], old[LENGTH]))
             table.revision = txn.sequence
         return dead
 
