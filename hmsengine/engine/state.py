@@ -60,7 +60,7 @@ class Entries(MutableMapping[str, DocEntry]):
     ``DocEntry`` is built for a base row until someone looks it up (a million of them took
     ~2.5 s at open); the first lookup builds it and keeps it in the *overlay*, so every later
     lookup returns the same object (readers compare identity to notice a concurrent replace,
-    and recovery repairs entries in place).
+    and a repair by recovery or compaction installs a new entry).
     Writes and deletes go to the overlay; ``_live_key[row]`` tracks the key of a base id's
     current version (-1 once deleted), which lets :meth:`keys_of` answer a million ids in numpy.
 
