@@ -38,7 +38,7 @@ from ..storage import tablesnap
 from ..storage.journal import KIND_CHECKPOINT, Frame, ScanResult, scan
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
-from .state import CRC, KEY_STRIDE, LENGTH, METADATA, OFFSET, REVISION, DocTable, doc_key
+from .state import CRC, KEY_STRIDE, LENGTH, OFFSET, REVISION, DocTable, doc_key, relocated
 from .store import Counters, StoreCore
 from .txn import StoredPut, decode_checkpoint, decode_transaction
 from .values import TOMBSTONE_PREFIX
@@ -151,7 +151,7 @@ def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
             for doc_id, rev, off, length, crc in cp.moved:
                 entry = table.get(doc_id)
                 if entry is not None and entry[REVISION] == rev:
-                    table.entries.replace(doc_id, (off, length, crc, *entry[METADATA:]))
+                    table.entries.replace(doc_id, relocated(entry, off, length, crc))
                 state.record_end = max(state.record_end, off + length)
             state.unsynced = {k: v for k, v in state.unsynced.items()
                               if (e := table.get(k)) is not None
@@ -200,7 +200,7 @@ def _repair_text(core: StoreCore, state: _Replay) -> tuple[list[tuple[str, int, 
             record = text.encode_at(op.text.encode("utf-8"), offset)
             text.handle.append(record)
             crc = record_crc(record)
-            table.entries.replace(doc_id, (offset, len(record), crc, *entry[METADATA:]))
+            table.entries.replace(doc_id, relocated(entry, offset, len(record), crc))
             moved.append((doc_id, entry[REVISION], offset, len(record), crc))
     to_zero = [(off, length) for off, length, rev in state.dead
                if rev > state.zeroed_through] + rewritten

@@ -50,6 +50,11 @@ REVISION: Final = 5
 KEY: Final = 6
 
 
+def relocated(entry: DocEntry, offset: int, length: int, crc: int) -> DocEntry:
+    """``entry`` with its text record at another place (a repair or a compaction moved it)."""
+    return (offset, length, crc, *entry[METADATA:])
+
+
 class Entries(MutableMapping[str, DocEntry]):
     """id -> ``DocEntry`` of every live document: a ``dict`` in behaviour, columns inside.
 

@@ -35,7 +35,7 @@ from ..storage.journal import (
 )
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from ..storage.segments import TextSegment
-from .state import KEY_STRIDE, METADATA, DocTable
+from .state import KEY_STRIDE, DocTable, relocated
 from .txn import (
     Checkpoint,
     StoredDelete,
@@ -274,7 +274,7 @@ class StoreCore:
         self.journal_label = fresh.journal_label
         entries = self.table.entries
         for doc_id, (offset, length, crc) in locations.items():
-            entries[doc_id] = (offset, length, crc, *entries[doc_id][METADATA:])
+            entries[doc_id] = relocated(entries[doc_id], offset, length, crc)
         self.text_synced = self.text.handle.size()
         self.zeroed_through = self.table.revision
         self.dirty = False
