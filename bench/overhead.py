@@ -235,7 +235,7 @@ def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[tuple[Any, ...], tup
 
 
 def _lane_kernel(args: tuple[Any, ...]) -> int:
-    count: int = bm25_lane_topk(*args)
+    count: int = bm25_lane_topk(*args)[0]
     return count
 
 

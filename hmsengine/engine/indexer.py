@@ -118,7 +118,8 @@ class Indexer:
             embedding_dim=self._core.table.embedding_dim,
         )
         return ready_for_queries(
-            attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64)))
+            attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64)),
+            ids=True)
 
     def tail_segment(self, tail: TailView) -> Segment:
         """A snapshot's query-time segment of its tail (``TailView.segment``: each document

@@ -50,7 +50,8 @@ class IndexFiles:
             read = read_persisted(core.directory, core.generation, core.codec,
                                   analyzer=self._analyzer, dim=self._dim)
         self._counter = max(self._counter, read.last_number)
-        return [(ready_for_queries(segment), file) for segment, file in read.loaded], read.rejected
+        return ([(ready_for_queries(segment, ids=True), file) for segment, file in read.loaded],
+                read.rejected)
 
     def file_segment(self, view: SegmentView) -> Segment | None:
         """What a file may hold of ``view``: its live documents and only the terms they use

@@ -273,10 +273,10 @@ def _column_map(own: dict[str, int], vocab: dict[str, int], *, same_prefix: bool
 
 def ready_for_queries(segment: Segment, *, ids: bool = False) -> Segment:
     """``segment``, with what the first query over it would derive made now: its length codes
-    (``Segment.length_codes``), and with ``ids`` its id array (what a query over a snapshot of
-    this one segment reads ids through). For the worker thread that built, merged or loaded
-    it: on the event loop, the first query after a merge of 200k documents landed stalled every
-    search ~13 ms for them."""
+    (``Segment.length_codes``), and with ``ids`` its id array (what the plain lane reads the
+    ids of a query's hits through when they all lie in this segment, index/lane.py). For the
+    worker thread that built, merged or loaded it: on the event loop, the first query after a
+    merge of 200k documents landed stalled every search ~13 ms for them."""
     segment.length_codes  # noqa: B018 - made once and kept by the segment
     if ids:
         segment.id_array  # noqa: B018

@@ -208,6 +208,39 @@ async def test_plain_lane_breaks_ties_across_segments_by_document_number(monkeyp
         await _compare(engine, ["alpha", "beta alpha", "gamma alpha"], KS)
 
 
+async def test_plain_lane_reads_ids_of_hits_in_one_view_from_that_view(monkeypatch):
+    """When every hit of a query lies in one view (the kernel then names it and gives local
+    numbers), the ids are that view's, whichever view it is: the largest, a smaller segment, or
+    the unfolded tail; hits over several views keep the packed path. Both equal the general
+    path."""
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    # Words only the first segment, only the second and only the tail hold, and one all hold.
+    texts = ([f"big{i % 7} shared" for i in range(60)] + [f"mid{i % 5} shared" for i in range(20)]
+             + [f"tail{i % 3} shared" for i in range(10)])
+    async with Engine.open(None, analyzer="simple") as engine:
+        await _segmented(engine, texts, [60, 20], 10, monkeypatch)
+        snap = engine._indexer.snapshot
+        assert len(snap.views) == 3
+        calls = []
+        real = lane.bm25_lane_topk
+
+        def spy(*args):
+            found = real(*args)
+            calls.append(found[1])
+            return found
+
+        monkeypatch.setattr(lane, "bm25_lane_topk", spy)
+        for text, view in (("big3", 0), ("mid2", 1), ("tail1", 2), ("mid4 tail0", -1),
+                           ("big1 mid1", -1)):
+            calls.clear()
+            await _compare(engine, [text], (1, 5, 10))
+            # Every call (direct, search_documents', search_ids') names the one view, or, with
+            # hits in several views (at k = 5 and 10), none.
+            assert calls and (set(calls) == {view} if view >= 0 else -1 in calls), text
+        hits = await engine.search_documents("tail1", k=10)
+        assert sorted(h.id for h in hits) == [f"d{i}" for i in range(80, 90) if (i - 80) % 3 == 1]
+
+
 async def test_plain_lane_leaves_large_work_and_large_k_to_the_general_path():
     """A query estimated above the inline budget is not the lane's (None: the engine runs it in
     a worker thread), nor a k above LANE_MAX_K; both still answer through search_documents with

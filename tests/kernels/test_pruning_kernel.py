@@ -295,11 +295,17 @@ def test_lane_topk_matches_reference_and_locates_each_document(c: dict[str, Any]
         lane.lane_row(table, row, i, s["check"], offsets, doc_ids, tfs, norms, s["allowed"],
                       s["docnums"])
     terms = lane.term_records(c["weights"], matrix)
-    count = lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
+    count, single = lane.bm25_lane_topk(table, terms, top_s, top_d, top_w, acc, seen, touched)
     assert not acc.any() and not seen.any(), "scratch must be clean after the call"
     want_s, want_d = _reference({**c, "k": k})
     assert top_d[:count].tolist() == want_d.tolist()
     assert top_s[:count].tobytes() == want_s.tobytes()
+    located = []
     for doc, where in zip(top_d[:count].tolist(), top_w[:count].tolist(), strict=True):
-        column, local = where >> lane.LOCAL_BITS, where & lane.LOCAL_MASK
+        # One segment holds them all: ``single`` says which, and ``where`` is the local number.
+        column, local = (single, where) if single >= 0 else (where >> lane.LOCAL_BITS,
+                                                             where & lane.LOCAL_MASK)
         assert c["segs"][column]["docnums"][local] == doc
+        located.append(column)
+    # ``single`` is the one segment every kept document is in, else -1 (several, or none kept).
+    assert single == (located[0] if located and len(set(located)) == 1 else -1)
