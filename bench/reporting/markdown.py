@@ -82,6 +82,8 @@ def aims_table(res: Result) -> str:
         name = a.get("aim") or a.get("target") or a.get("name") or "?"
         if a.get("facts") and str(a["facts"]) not in name:
             name = f"{name} ({a['facts']:,} facts)" if isinstance(a["facts"], int) else name
+        if a.get("mix"):  # lexical.json checks each aim on each query mix: say which row is which
+            name = f"{name} ({a['mix']} mix)"
         value = a.get("ratio", a.get("value", a.get("ratio_mean")))
         limit = a.get("threshold", a.get("limit"))
         unit = a.get("unit", "x" if "ratio" in a or "ratio_mean" in a else "")

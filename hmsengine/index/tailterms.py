@@ -66,7 +66,8 @@ class TailTerms:
         return segment_of_terms(
             ids=ids, docnums=self._docnums[start:end].copy(), vocab=vocab, flat=flat,
             starts=starts, has_embedding=has.copy(), embedding_dim=embedding_dim,
-            embeddings=[doc[3] for doc in items[start:end]] if has.any() else None)
+            embeddings=[doc[3] for doc in items[start:end]] if has.any() else None,
+            with_forward=False)  # only a tail document deleted before its fold needs it
 
     def _add(self, docs: Sequence[tuple[int, str, str, npt.NDArray[np.float32] | None]],
              analyzer: Analyzer) -> None:

@@ -49,6 +49,18 @@ def _assert_indexes(segment: Segment, docs: list[TailDoc], analyzer: Analyzer) -
     assert _postings(segment) == expected
     for term, col in segment.vocab.items():  # every column's df is its postings' count
         assert segment.df[col] == len(expected.get(term, []))
+    # The forward index (what a deletion reads) is not made with the query-time segment, and
+    # is the build's when first asked for.
+    assert segment._forward is None
+    assert _terms_by_doc(segment) == _terms_by_doc(ref)
+
+
+def _terms_by_doc(segment: Segment) -> list[set[str]]:
+    """Per local document, the terms its forward index lists."""
+    names = {col: term for term, col in segment.vocab.items()}
+    fwd = segment.forward
+    return [{names[int(t)] for t in fwd.doc_ids[fwd.offsets[d]:fwd.offsets[d + 1]]}
+            for d in range(segment.n_docs)]
 
 
 def _docs(rng: random.Random, n: int, first: int) -> list[TailDoc]:
