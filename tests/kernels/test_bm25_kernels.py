@@ -348,6 +348,17 @@ def test_length_codes_index_the_distinct_lengths(lens: list[int]) -> None:
     assert lengths[codes].tolist() == lens
 
 
+@given(st.lists(st.integers(0, 5000), max_size=300), st.sampled_from([np.int32, np.int64]))
+@settings(max_examples=200, deadline=None)
+def test_length_codes_on_any_lengths(lens: list[int], dtype: type) -> None:
+    """The same contract on random lengths, dense (a presence array) or sparse (a sort): the
+    distinct lengths ascending, each document's index into them, int32 both."""
+    lengths, codes = length_codes(np.array(lens, dtype=dtype))
+    assert lengths.dtype == np.int32 and codes.dtype == np.int32
+    assert lengths.tolist() == sorted(set(lens))
+    assert lengths[codes].tolist() == lens
+
+
 def test_length_codes_refuse_a_negative_length() -> None:
     with pytest.raises(ValueError):
         length_codes(np.array([3, -1], dtype=np.int32))
