@@ -72,10 +72,10 @@ class Segment:
     ngrams: Postings | None
     embeddings: F32 | None  # [n_docs, edim], rows L2-normalised (zero rows where absent)
     has_embedding: U8
+    # Postings made on first use: "ngrams" (ngram_postings), "forward" (forward, when not given).
     _lazy: dict[str, Postings] = attrs.field(factory=dict, init=False)
     _id_array: list[npt.NDArray[np.object_]] = attrs.field(factory=list, init=False)
     _codes: list[tuple[I32, I32]] = attrs.field(factory=list, init=False)
-    _built_forward: list[Postings] = attrs.field(factory=list, init=False)
 
     @property
     def forward(self) -> Postings:
@@ -86,9 +86,10 @@ class Segment:
         first use: ~7-18 us of the ~50 us such a segment of 40 documents cost."""
         if self._forward is not None:
             return self._forward
-        if not self._built_forward:
-            self._built_forward.append(_forward(self.terms, self.n_docs))
-        return self._built_forward[0]
+        built = self._lazy.get("forward")
+        if built is None:
+            built = self._lazy["forward"] = _forward(self.terms, self.n_docs)
+        return built
 
     @property
     def length_codes(self) -> tuple[I32, I32]:
