@@ -28,7 +28,6 @@ from .values import (
     MetadataChunk,
     PutOp,
     PutResult,
-    check_embedding,
     check_id,
     check_metadata,
     check_text,
@@ -36,6 +35,7 @@ from .values import (
     is_tombstone_json,
     put_op,
 )
+from .vectors import check_embedding
 
 __all__ = [
     "DEFAULT_SEMANTIC_WEIGHT", "MAX_QUERY_BYTES", "TOMBSTONE_PREFIX", "Change", "CheckFinding", "CheckReport",

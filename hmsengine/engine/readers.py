@@ -22,12 +22,12 @@ import trio
 from ..errors import InvalidRequest
 from ..index import lane
 from ..index import search as executor
-from ..kernels.cosine import l2_normalise
 from ..kernels.filters import live_locals, mask_of, sorted_numbers
 from ..kernels.ngram import ngram_query
 from .indexer import Indexer
 from .metaindex import canonical
-from .values import Hit, check_embedding, check_id, check_metadata, check_text, lexical_hits, make_hit
+from .values import Hit, check_id, check_metadata, check_text, lexical_hits, make_hit
+from .vectors import check_query_embedding
 
 MAX_K = 1000
 MAX_QUERY_BYTES = 64 * 1024
@@ -75,13 +75,7 @@ def build_query(indexer: Indexer, query: object, *, k: object, embedding: object
         raise InvalidRequest(f"semantic: expected None or 'ngram', got {semantic!r}")
     lw = _check_weight(lexical_weight, "lexical_weight")
     sw = _check_weight(semantic_weight, "semantic_weight")
-    vector = check_embedding(embedding, "embedding")
-    dim = indexer._core.table.embedding_dim
-    if vector is not None:
-        if dim is not None and vector.shape[0] != dim:
-            raise InvalidRequest(f"embedding: {vector.shape[0]} dimensions, but this store's "
-                                 f"embeddings have {dim}")
-        vector = l2_normalise(vector)
+    vector = check_query_embedding(embedding, indexer._core.table.embedding_dim)
     snap = indexer.snapshot
     allowed = picked = None
     if ids is not None or metadata is not None:

@@ -36,7 +36,9 @@ from ..kernels.bm25 import (
     sparse_accumulate,
     sparse_score_docs,
 )
-from ..kernels.cosine import cosine_exact_rows, cosine_topk
+from ..kernels.cosine import cosine_exact_into, cosine_topk
+from ..kernels.filters import sorted_numbers
+from ..kernels.fusion import fused_places, rrf_shares, scatter_positive, view_locals
 from ..kernels.pruning import (
     DENSE_RATIO,
     PRUNE_MIN_POSTINGS,
@@ -261,22 +263,29 @@ def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray
     return merge_topk(parts, depth)
 
 
-def _cosine(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def _cosine(snap: Snapshot, q: Query, depth: int,
+            inline: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``depth`` by cosine over every view; ``inline``: the kernel keeps the GIL (its
+    twin). No numpy pass over a view's rows here: numpy gives the GIL away over a few thousand
+    (a view's masks are combined in the kernel's pass)."""
     assert q.embedding is not None
     parts = []
     for i, view in enumerate(snap.views):
         seg = view.segment
         if seg.embeddings is None or seg.embeddings.shape[1] != q.embedding.shape[0]:
             continue
-        allowed = _allowed(view, q, i) & seg.has_embedding
-        if q.candidates is not None:
-            mask = np.zeros(seg.n_docs, dtype=np.uint8)
+        if q.candidates is not None:  # a few documents: live ones among them
+            allowed = np.zeros(seg.n_docs, dtype=np.uint8)
             docs = q.candidates.get(i)
             if docs is not None:
-                mask[docs] = 1
-            allowed = allowed & mask
-        scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth)
+                allowed[docs] = view.live[docs]
+        else:
+            allowed = _allowed(view, q, i)
+        scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth,
+                                   seg.has_embedding, held=inline)
         parts.append((scores, seg.docnums[rows]))
+    if len(parts) == 1:  # already in merge_topk's order: a view's numbers ascend with its rows
+        return parts[0]
     return merge_topk(parts, depth)
 
 
@@ -298,7 +307,7 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
         s, d = _lexical(snap, q, p, depth, inline=inline)
         signals.append(("lexical", q.lexical_weight, s, d))
     if q.embedding is not None:
-        s, d = _cosine(snap, q, depth)
+        s, d = _cosine(snap, q, depth, inline)
         signals.append(("cosine", q.semantic_weight, s, d))
     if q.ngram is not None:
         s, d = _ngram(snap, q, depth)
@@ -335,7 +344,9 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
     to 0.0 in signal order, as IEEE float64 either way). The 100 candidates of a vector-only
     query at 5k x 384: 141 -> 63 us warm; 225 -> 133 us at 10k in a loop of queries, whose
     kernel leaves the caches cold (the RRF step had cost a third of the kernel)."""
-    candidates = np.unique(np.concatenate([docs for _, _, _, docs in signals]).astype(np.int64))
+    found = [docs for _, _, _, docs in signals]
+    # Each signal's numbers are distinct: one signal's sorted, several's merged by the kernel.
+    candidates = np.sort(found[0]) if len(found) == 1 else sorted_numbers(np.concatenate(found))
     # Each signal's ranking of the candidates: its own top list already is that ranking for the
     # candidates it scored; a candidate outside a signal's list was not ranked by it unless its
     # exact score can be computed, which we do so that every candidate is ranked fairly.
@@ -345,7 +356,7 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
         scores, ranked = exact[name]
         rrf_add(total, scores, ranked, weight)
     _exact_term_floor(snap, p, signals, candidates, total)
-    top = fused_order(candidates, total)[: q.k]
+    top = fused_order(candidates, total, q.k)
     semantic_name = "cosine" if q.embedding is not None else "ngram"
     lexical = exact.get("lexical")
     semantic = exact.get(semantic_name)
@@ -359,15 +370,15 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
 def rrf_add(total: np.ndarray, scores: np.ndarray, ranked: np.ndarray, weight: float) -> None:
     """Add one signal's weighted RRF shares to ``total`` (float64, by candidate place): the
     places it ranks (``ranked``) ordered by ``scores`` descending, then by place (so by document
-    number: the places ascend as the numbers do); rank r adds ``weight / (RRF_K + r)``."""
-    places = np.flatnonzero(ranked)
-    order = places[np.lexsort((places, -scores[places]))]
-    total[order] += weight / (RRF_K + np.arange(1, order.shape[0] + 1, dtype=np.int64))
+    number: the places ascend as the numbers do); rank r adds ``weight / (RRF_K + r)``
+    (``kernels.fusion.rrf_shares``: one call, not five numpy ones)."""
+    rrf_shares(total, scores, ranked, float(weight), RRF_K)
 
 
-def fused_order(candidates: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """The candidates' places by fused score descending, then document number ascending."""
-    return np.lexsort((candidates, -total))
+def fused_order(candidates: np.ndarray, total: np.ndarray, k: int | None = None) -> np.ndarray:
+    """The candidates' (ascending numbers) first ``k`` places (all without ``k``) by fused
+    score descending, then document number ascending."""
+    return fused_places(total, candidates.shape[0] if k is None else k)
 
 
 def _exact_term_floor(snap: Snapshot, p: Prepared,
@@ -413,17 +424,13 @@ def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: np.ndarray,
     out = {name: (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool)) for name in names}
     weights = p.weights
     query64 = q.embedding.astype(np.float64) if q.embedding is not None else None
-    for i, docs, nums in _by_view(snap, candidates):
+    for i, docs, places in _by_view(snap, candidates):
         view = snap.views[i]
         seg = view.segment
-        places = np.searchsorted(candidates, nums)
         if "lexical" in out and weights is not None:
-            scores = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
-                                     view.norms(snap.avgdl), p.local_terms[i], weights, docs)
-            matched = scores > 0.0  # a BM25 match always scores > 0
-            values, ranked = out["lexical"]
-            values[places[matched]] = scores[matched]
-            ranked[places[matched]] = True
+            scores = bm25_score_docs_held(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
+                                          view.norms(snap.avgdl), p.local_terms[i], weights, docs)
+            scatter_positive(*out["lexical"], places, scores)
         if "ngram" in out and q.ngram is not None:
             g = seg.ngram_postings(_loader(snap), q.dim)
             scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, q.ngram[0], q.ngram[1], docs)
@@ -433,32 +440,31 @@ def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: np.ndarray,
             ranked[places[matched]] = True
         if "cosine" in out and query64 is not None and seg.embeddings is not None \
                 and seg.embeddings.shape[1] == query64.shape[0]:
-            has = seg.has_embedding[docs] != 0
-            values, ranked = out["cosine"]
-            values[places[has]] = cosine_exact_rows(seg.embeddings, docs[has], query64)
-            ranked[places[has]] = True
+            cosine_exact_into(seg.embeddings, docs, seg.has_embedding[docs], places, query64,
+                              *out["cosine"])
     return out
 
 
-def _by_view(snap: Snapshot, docnums: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """(view index, local numbers int32, global numbers int64) of the live or dead documents
-    among ``docnums`` (int64, ascending), per view that holds some; numbers no view holds are
-    left out. Vectorised: a search per view, not per document."""
-    nums = np.asarray(docnums, dtype=np.int64)
+def _by_view(snap: Snapshot, candidates: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """(view index, local numbers int32, places in ``candidates``) of the live or dead
+    documents among ``candidates`` (int64, ascending), per view that holds some; numbers no
+    view holds are left out. The views' numbers ascend with their order, so each view's
+    candidates are one slice of ``candidates``: one search for the slices, one per view for
+    the local numbers."""
     views = snap.views
-    firsts = snap.memo("kernel").get("firsts_array")
-    if firsts is None:
-        firsts = snap.memo("kernel")["firsts_array"] = np.asarray(
-            [v.segment.first for v in views], dtype=np.int64)
-    which = np.searchsorted(firsts, nums, side="right") - 1
+    if len(views) == 1:
+        bounds = [0, candidates.shape[0]]
+    else:
+        firsts = snap.memo("kernel").get("firsts_array")
+        if firsts is None:
+            firsts = snap.memo("kernel")["firsts_array"] = np.asarray(
+                [v.segment.first for v in views], dtype=np.int64)
+        bounds = [*np.searchsorted(candidates, firsts).tolist(), candidates.shape[0]]
     out = []
-    for i in np.unique(which[which >= 0]).tolist():
-        wanted = nums[which == i]
-        segment_nums = views[i].segment.docnums
-        local = np.searchsorted(segment_nums, wanted)
-        inside = local < segment_nums.shape[0]
-        local, wanted = local[inside], wanted[inside]
-        held = segment_nums[local] == wanted
-        if held.any():
-            out.append((i, local[held].astype(np.int32), wanted[held]))
+    for i, view in enumerate(views):
+        lo, hi = bounds[i], bounds[i + 1]
+        if lo < hi:
+            local, places = view_locals(view.segment.docnums, candidates[lo:hi], lo)
+            if local.shape[0]:
+                out.append((i, local, places))
     return out

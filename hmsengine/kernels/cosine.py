@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import held_twin, jit, jit_held
 from hmsengine.kernels.topk import ranks_before, topk_finish, topk_offer, worst_index
 
 #: float32 partial sums per row (part of the summation order, so of the exact scores).
@@ -40,6 +40,7 @@ def _cosine_topk(
     matrix: npt.NDArray[np.float32],
     query: npt.NDArray[np.float32],
     allowed: npt.NDArray[np.uint8],
+    has: npt.NDArray[np.uint8],
     k: int,
     lanes: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -64,7 +65,7 @@ def _cosine_topk(
     bar_s = 0.0
     bar_r = np.int64(0)
     for i in range(n):
-        if allowed[i] == 0:
+        if allowed[i] == 0 or has[i] == 0:
             continue
         s = 0.0
         if nb > 0:
@@ -89,19 +90,32 @@ def _cosine_topk(
     return scores[:count].copy(), rows[:count].copy()
 
 
+#: ``_cosine_topk`` keeping the GIL, for the queries that run it inline on the event loop (a
+#: store of a few thousand vectors: up to ~0.5 ms). Released there, the GIL went to any busy
+#: Python thread (the writer, the application) and came back after its switch interval: at 5k x
+#: 384 beside one busy thread, a vector query's median went from ~0.5 to ~5.8 ms.
+_cosine_topk_held = held_twin(_cosine_topk)
+
+
 def cosine_topk(
     matrix: npt.NDArray[np.float32],
     query: npt.NDArray[np.float32],
     allowed: npt.NDArray[np.uint8],
     k: int,
+    has: npt.NDArray[np.uint8] | None = None,
+    *,
+    held: bool = False,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Top ``k`` rows of ``matrix @ query`` among rows with ``allowed[row] != 0``.
+    """Top ``k`` rows of ``matrix @ query`` among rows with ``allowed[row] != 0`` (and
+    ``has[row] != 0`` when ``has`` is given: a segment's ``has_embedding``, read in the same
+    pass instead of a numpy ``&`` of the two, which gives the GIL away over a few thousand
+    rows). ``held``: keep the GIL (the twin, for a call on the event loop's thread).
 
     ``matrix``: float32[n, d], C-contiguous, rows L2-normalised (zero rows allowed: they score 0
     and are still candidates). ``query``: float32[d], L2-normalised. ``allowed``: uint8[n].
     Returns ``(scores float64[m], rows int64[m])``, ``m = min(k, number of allowed rows)``,
     by score descending then row ascending. Same input, same output bits, every call. Releases
-    the GIL; O(n * d). Raises ValueError on a shape or dtype mismatch.
+    the GIL unless ``held``; O(n * d). Raises ValueError on a shape or dtype mismatch.
     """
     if matrix.ndim != 2 or matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
         raise ValueError(
@@ -114,12 +128,14 @@ def cosine_topk(
             f"query must be a contiguous float32 [{d}] array, got {query.dtype} "
             f"with shape {query.shape}"
         )
-    if allowed.shape != (n,) or allowed.dtype != np.uint8:
-        raise ValueError(
-            f"allowed must be a uint8 [{n}] array, got {allowed.dtype} with shape {allowed.shape}"
-        )
-    result: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] = _cosine_topk(
-        matrix, query, allowed, int(k), LANES
+    for name, mask in (("allowed", allowed), ("has", allowed if has is None else has)):
+        if mask.shape != (n,) or mask.dtype != np.uint8:
+            raise ValueError(
+                f"{name} must be a uint8 [{n}] array, got {mask.dtype} with shape {mask.shape}"
+            )
+    kernel = _cosine_topk_held if held else _cosine_topk
+    result: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] = kernel(
+        matrix, query, allowed, allowed if has is None else has, int(k), LANES
     )
     return result
 
@@ -163,6 +179,162 @@ def cosine_exact_rows(
         out[i] = s
         i += 1
     return out
+
+
+@jit_held
+def cosine_exact_into(
+    matrix: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.int32],
+    has: npt.NDArray[np.uint8],
+    places: npt.NDArray[np.int64],
+    query: npt.NDArray[np.float64],
+    values: npt.NDArray[np.float64],
+    ranked: npt.NDArray[np.bool_],
+) -> None:
+    """``cosine_exact_rows`` of the ``rows`` whose ``has`` (their ``has_embedding``) is set,
+    each written to ``values[places[i]]`` with ``ranked[places[i]] = True``: fusion's exact
+    cosine of one view's candidates in one call that keeps the GIL (inline, ~100 rows)."""
+    kept = np.empty(rows.shape[0], dtype=np.int32)
+    where = np.empty(rows.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(rows.shape[0]):
+        if has[i] != 0:
+            kept[m] = rows[i]
+            where[m] = places[i]
+            m += 1
+    scores = cosine_exact_rows(matrix, kept[:m], query)
+    for i in range(m):
+        values[where[i]] = scores[i]
+        ranked[where[i]] = True
+
+
+#: The largest finite float32 (a vector's values above it in magnitude are refused).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: ``checked_float32``'s and ``unit_float32``'s codes.
+VECTOR_OK, VECTOR_NOT_FINITE, VECTOR_OVERFLOWS = 0, 1, 2
+
+
+@jit_held
+def _block_sum(a: npt.NDArray[np.float64], lo: int, n: int) -> float:
+    """``_pairwise_sum``'s leaf: at most 128 values."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = float(a[lo]), float(a[lo + 1]), float(a[lo + 2]), float(a[lo + 3])
+    r4, r5, r6, r7 = float(a[lo + 4]), float(a[lo + 5]), float(a[lo + 6]), float(a[lo + 7])
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@jit_held
+def _pairwise_sum(a: npt.NDArray[np.float64]) -> float:
+    """``a`` summed in numpy's own order for a contiguous float64 ``add.reduce`` (``np.sum``):
+    pairwise halves (each cut at a multiple of 8) down to blocks of at most 128, each summed in
+    8 interleaved partial sums combined as ((0+1)+(2+3))+((4+5)+(6+7)), then its remainder one
+    by one; fewer than 8 one by one from 0.0. So a vector normalised here has the bits
+    ``l2_normalise_rows`` gives its row (tests/kernels/test_unit_vectors.py checks it against
+    numpy on thousands of lengths and values).
+
+    The halving walked with an explicit stack, not by recursion: numba's on-disk cache loads a
+    recursive kernel into a crash (a segmentation fault on the first call from the cache)."""
+    los = np.empty(64, dtype=np.int64)  # a depth of log2(n / 128) + 1: 64 holds any length
+    ns = np.empty(64, dtype=np.int64)
+    stage = np.empty(64, dtype=np.int64)
+    left = np.empty(64, dtype=np.float64)
+    los[0], ns[0], stage[0] = 0, a.shape[0], 0
+    top = 0
+    result = 0.0  # the value the frame popped last returned to its parent
+    while top >= 0:
+        n = ns[top]
+        if n <= 128:
+            result = _block_sum(a, los[top], n)
+            top -= 1
+            continue
+        half = n // 2
+        half -= half % 8
+        if stage[top] == 0:  # first the left half
+            stage[top] = 1
+            los[top + 1], ns[top + 1], stage[top + 1] = los[top], half, 0
+            top += 1
+        elif stage[top] == 1:  # the left half's sum is in: then the right half
+            left[top] = result
+            stage[top] = 2
+            los[top + 1], ns[top + 1], stage[top + 1] = los[top] + half, n - half, 0
+            top += 1
+        else:
+            result = left[top] + result
+            top -= 1
+    return result
+
+
+@jit_held
+def _vector_code(values: npt.NDArray[np.float64]) -> int:
+    code = VECTOR_OK
+    for i in range(values.shape[0]):
+        x = values[i]
+        if not np.isfinite(x):
+            return VECTOR_NOT_FINITE  # named first, whatever else the vector holds
+        if abs(x) > FLOAT32_MAX:
+            code = VECTOR_OVERFLOWS
+    return code
+
+
+@jit_held
+def checked_float32(values: npt.NDArray[np.float64]) -> tuple[int, npt.NDArray[np.float32]]:
+    """``(code, values as float32)``: ``VECTOR_NOT_FINITE`` if a value is NaN or infinite,
+    else ``VECTOR_OVERFLOWS`` if one is above ``FLOAT32_MAX`` in magnitude (refused there, not
+    where rounding would make it infinite), else ``VECTOR_OK``; the array is only meaningful
+    with ``VECTOR_OK``. One pass instead of numpy's five calls (an embedding's checks on every
+    put and every vector query). Keeps the GIL: microseconds, inline."""
+    code = _vector_code(values)
+    out = np.empty(values.shape[0] if code == VECTOR_OK else 0, dtype=np.float32)
+    if code == VECTOR_OK:
+        for i in range(values.shape[0]):
+            out[i] = np.float32(values[i])
+    return code, out
+
+
+@jit_held
+def unit_float32(values: npt.NDArray[np.float64]) -> tuple[int, npt.NDArray[np.float32]]:
+    """``checked_float32``, then the float32 vector scaled to unit L2 norm as
+    ``l2_normalise`` does, bit for bit: the float32 values widened, their squares summed in
+    numpy's order (``_pairwise_sum``), the square root, each value divided by it and rounded
+    to float32; a zero vector stays zero. A vector query's checks and normalising in one call
+    (~30 us of numpy calls before, for 384 dimensions)."""
+    code = _vector_code(values)
+    d = values.shape[0] if code == VECTOR_OK else 0
+    out = np.zeros(d, dtype=np.float32)
+    if code != VECTOR_OK:
+        return code, out
+    wide = np.empty(d, dtype=np.float64)
+    squares = np.empty(d, dtype=np.float64)
+    for i in range(d):
+        w = np.float64(np.float32(values[i]))
+        wide[i] = w
+        squares[i] = w * w
+    norm = np.sqrt(_pairwise_sum(squares))
+    if norm > 0.0:
+        for i in range(d):
+            out[i] = np.float32(wide[i] / norm)
+    return code, out
 
 
 def l2_normalise_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:

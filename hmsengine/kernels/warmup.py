@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, filters, lane, merge, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, fusion, lane, merge, ngram, pruning, tokenize, topk
 from hmsengine.kernels.norms import length_codes
 
 
@@ -179,8 +179,22 @@ def _vectors(between: Callable[[], None]) -> None:
     allowed = np.ones(_N_DOCS, dtype=np.uint8)
     matrix = cosine.l2_normalise_rows(np.arange(12, dtype=np.float32).reshape(3, 4))
     query = cosine.l2_normalise(np.ones(4, dtype=np.float32))
-    for m in (matrix, *_readonly(matrix)):
-        cosine.cosine_topk(m, query, allowed, 2)
+    cosine.checked_float32(np.ones(4, dtype=np.float64))
+    cosine.unit_float32(np.ones(4, dtype=np.float64))
+    values, ranked = np.zeros(2, dtype=np.float64), np.zeros(2, dtype=bool)
+    places = np.arange(2, dtype=np.int64)
+    numbers = np.arange(_N_DOCS, dtype=np.int64)
+    for m, docnums in ((matrix, numbers), (*_readonly(matrix), *_readonly(numbers))):
+        rows, _ = fusion.view_locals(docnums, places, 0)
+        cosine.cosine_exact_into(m, rows, np.ones(2, dtype=np.uint8), places,
+                                 query.astype(np.float64), values, ranked)
+    fusion.rrf_shares(values, values, ranked, 1.0, 60)
+    fusion.scatter_positive(values, ranked, places, values)
+    fusion.fused_places(values, 1)
+    # A built segment's embeddings and has_embedding are writable, a loaded one's read-only.
+    for m, has in ((matrix, allowed), _readonly(matrix, allowed)):
+        for held in (False, True):
+            cosine.cosine_topk(m, query, allowed, 2, has, held=held)
         cosine.cosine_exact_rows(m, np.array([0, 2], dtype=np.int32), query.astype(np.float64))
         between()
 

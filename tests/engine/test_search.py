@@ -565,7 +565,9 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
     """A vector entry counts as 1/48 of a unit of estimated work (index/search.py
     VECTOR_ENTRIES_PER_WORK): a 384-dim query over up to ~7.5k rows (~0.5 ms of kernel) runs on
     the event loop, as lexical work of that cost does, instead of paying a thread round trip;
-    a larger one goes to a worker thread. Vector-only and fused queries alike."""
+    a larger one goes to a worker thread. Vector-only and fused queries alike. Inline, the
+    cosine kernel keeps the GIL (its twin): released on the event loop, it went to any busy
+    Python thread for a switch interval (5 ms)."""
     import numpy as np
 
     from hmsengine.engine import readers
@@ -594,7 +596,16 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
         assert search.prepare(snap, q).work == sum(
             v.segment.embeddings.size // search.VECTOR_ENTRIES_PER_WORK for v in snap.views)
         monkeypatch.setattr(readers.trio.to_thread, "run_sync", counted)
+        held = []
+        real_topk = search.cosine_topk
+
+        def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+            held.append(kwargs["held"])
+            return real_topk(*args, **kwargs)
+
+        monkeypatch.setattr(search, "cosine_topk", recorded)
         vector_only = await engine.search_documents("", embedding=vectors[5], k=3)
         fused = await engine.search_documents("alpha", embedding=vectors[5], k=3)
         assert hops == (["run", "run"] if threaded else [])
+        assert held == [not threaded] * 2 * len(snap.views)
     assert vector_only[0].id == "d5" and fused

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hmsengine.kernels import bm25, cosine, filters, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels import bm25, cosine, filters, fusion, lane, ngram, pruning, tokenize, topk
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
                                 reason="without the JIT the kernels are plain Python functions")
@@ -22,11 +22,15 @@ def test_the_lane_kernel_keeps_the_gil() -> None:
     assert lane._fill_row.targetoptions["nogil"] is False  # once per snapshot, inline too
 
 
-@pytest.mark.parametrize("kernel", [filters.sorted_numbers, filters.live_locals, filters.mask_of],
-                         ids=lambda k: k.__name__)
-def test_the_filter_kernels_keep_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("kernel", [
+    filters.sorted_numbers, filters.live_locals, filters.mask_of, fusion.rrf_shares,
+    fusion.scatter_positive, fusion.fused_places, fusion.view_locals, cosine.cosine_exact_into,
+    cosine.unit_float32, cosine.checked_float32,
+], ids=lambda k: k.__name__)
+def test_the_filter_and_fusion_kernels_keep_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
     """A filter's numbers are located inline on the event loop, in kernels that keep the GIL
-    (numpy gave it away in each of a dozen calls: ~64 ms beside a busy thread)."""
+    (numpy gave it away in each of a dozen calls: ~64 ms beside a busy thread); so are fused
+    ranking's steps over its few hundred candidates and a query vector's checks."""
     assert kernel.targetoptions["nogil"] is False
 
 
@@ -40,6 +44,7 @@ def test_the_norms_kernel_keeps_the_gil() -> None:
     (pruning.bm25_segment_topk_held, pruning.bm25_segment_topk),
     (topk.topk_finish_held, topk.topk_finish),
     (bm25.bm25_score_docs_held, bm25.bm25_score_docs),
+    (cosine._cosine_topk_held, cosine._cosine_topk),
 ], ids=lambda k: k.__name__)
 def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no-untyped-def]
     """The general path's kernels have twins for its inline calls (jit.held_twin): the same

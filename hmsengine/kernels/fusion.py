@@ -1,0 +1,84 @@
+"""The small steps of fused ranking (``index/search._fuse``) as kernels that keep the GIL.
+
+A fused query ranks at most a few hundred candidates: numpy's fixed cost per call (~1-3 us, more
+with caches cold after a cosine kernel streamed the embeddings through them) was most of the
+fusion's time, a dozen calls for each signal. These do the same arithmetic in one call each,
+on the event loop's thread (``jit_held``: microseconds).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from hmsengine.kernels.jit import jit_held
+
+
+@jit_held
+def rrf_shares(total: npt.NDArray[np.float64], scores: npt.NDArray[np.float64],
+               ranked: npt.NDArray[np.bool_], weight: float, rrf_k: int) -> None:
+    """Add one signal's weighted reciprocal-rank shares to ``total`` (by candidate place): the
+    places it ranks (``ranked``) ordered by ``scores`` descending, then by place (a stable sort
+    of the ascending places), and rank r (from 1) adds ``weight / (rrf_k + r)``, float64."""
+    n = scores.shape[0]
+    places = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if ranked[i]:
+            places[m] = i
+            m += 1
+    keys = np.empty(m, dtype=np.float64)
+    for j in range(m):
+        keys[j] = -scores[places[j]]
+    order = np.argsort(keys, kind="mergesort")  # stable: equal scores keep place order
+    for r in range(m):
+        total[places[order[r]]] += weight / np.float64(rrf_k + r + 1)
+
+
+@jit_held
+def scatter_positive(values: npt.NDArray[np.float64], ranked: npt.NDArray[np.bool_],
+                     places: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> None:
+    """``values[places[i]] = scores[i]`` and ``ranked[places[i]] = True`` where
+    ``scores[i] > 0`` (a BM25 match always scores above zero)."""
+    for i in range(scores.shape[0]):
+        if scores[i] > 0.0:
+            values[places[i]] = scores[i]
+            ranked[places[i]] = True
+
+
+@jit_held
+def fused_places(total: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:
+    """The first ``k`` places by ``total`` descending, then by place (a stable sort: over
+    candidates in ascending document numbers, by number)."""
+    keys = np.empty(total.shape[0], dtype=np.float64)
+    for i in range(total.shape[0]):
+        keys[i] = -total[i]
+    order = np.argsort(keys, kind="mergesort")
+    return order[:min(k, order.shape[0])].copy()
+
+
+@jit_held
+def view_locals(docnums: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64],
+                first_place: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """``(local numbers, places)`` of the ``wanted`` numbers (ascending; the slice of the
+    candidates from place ``first_place``) that a segment holds (``docnums``: its local ->
+    global numbers, ascending): a binary search each, from the last match on."""
+    local = np.empty(wanted.shape[0], dtype=np.int32)
+    places = np.empty(wanted.shape[0], dtype=np.int64)
+    m = 0
+    lo = 0
+    n = docnums.shape[0]
+    for i in range(wanted.shape[0]):
+        target = wanted[i]
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if docnums[mid] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n and docnums[lo] == target:
+            local[m] = lo
+            places[m] = first_place + i
+            m += 1
+    return local[:m].copy(), places[:m].copy()
