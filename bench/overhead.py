@@ -467,8 +467,8 @@ def coldstart(path: Path, corpus: Corpus, repeats: int) -> dict[str, Any]:
 
 VECTOR_STEPS = ("vector only, step: build_query (validation, normalising the vector)",
                 "vector only, step: prepare",
-                "vector only, step: run inline (cosine at fusion depth 100, then RRF over the "
-                "candidates with their exact scores)",
+                "vector only, step: run inline (the cosine top 2k, or the top 100 on "
+                "near-ties, then RRF over the candidates with their exact scores)",
                 "vector only, step: the same run through trio.to_thread (as the engine does "
                 "above INLINE_WORK)")
 

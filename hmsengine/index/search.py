@@ -36,7 +36,7 @@ from ..kernels.bm25 import (
     sparse_accumulate,
     sparse_score_docs,
 )
-from ..kernels.cosine import cosine_exact_into, cosine_topk
+from ..kernels.cosine import cosine_exact_into, cosine_topk, score_error_bound
 from ..kernels.filters import sorted_numbers
 from ..kernels.fusion import fused_places, rrf_shares, scatter_positive, view_locals
 from ..kernels.pruning import (
@@ -300,6 +300,10 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
     """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first. ``inline``: the
     caller is the event loop (the BM25 kernels keep the GIL: ``_lexical``)."""
     p = prepared if prepared is not None else prepare(snap, q)
+    if q.embedding is not None and not q.terms and q.ngram is None:
+        found = _cosine_alone(snap, q, p, inline)
+        if found is not None:
+            return found
     signals: list[tuple[str, float, np.ndarray, np.ndarray]] = []
     fused = q.embedding is not None or q.ngram is not None
     depth = max(q.k, FUSION_DEPTH) if fused else q.k
@@ -318,6 +322,36 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
         _, _, s, d = signals[0]
         return [Scored(doc, sc, sc, None) for sc, doc in zip(s.tolist(), d.tolist(), strict=True)]
     return _fuse(snap, q, p, signals)
+
+
+def _cosine_alone(snap: Snapshot, q: Query, p: Prepared, inline: bool) -> list[Scored] | None:
+    """A vector-only query's answer from the cosine kernel's top ``2k`` instead of its top
+    ``FUSION_DEPTH``, when that provably is the same answer; else None (``run`` then takes
+    the general path).
+
+    The general path ranks the kernel's top 100 by their exact scores. The top ``2k`` is
+    that list's first ``2k`` (one total order: kernel score, then number). A row past them
+    scores at most the ``2k``-th's kernel score, so exactly at most that plus
+    ``score_error_bound``: when that is below the ``k``-th best exact score among the first
+    ``2k``, no later row can enter the top ``k`` or rank before one of it, so the top ``k``,
+    their ranks, and so their RRF scores (``weight / (RRF_K + rank)``, strictly decreasing
+    for a weight above 0) are the general path's. A list shorter than ``2k`` holds every row
+    the query allows. Near-ties at the boundary (duplicated vectors) fail the test and take
+    the general path. Saves the kernel's deeper selection, exact scores and fusion of ~80
+    candidates: ~40-50 us of a ~460 us query at 5k x 384."""
+    depth = 2 * q.k
+    if depth >= FUSION_DEPTH or q.semantic_weight <= 0.0:
+        return None
+    assert q.embedding is not None
+    s, d = _cosine(snap, q, depth, inline)
+    found = _fuse(snap, q, p, [("cosine", q.semantic_weight, s, d)])
+    if d.shape[0] < depth:
+        return found
+    kth = found[q.k - 1].semantic
+    assert kth is not None  # every candidate of the kernel has an embedding
+    if float(s[-1]) + score_error_bound(q.embedding.shape[0]) < kth:
+        return found
+    return None
 
 
 def lexical_only(q: Query) -> bool:
