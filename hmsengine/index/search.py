@@ -34,18 +34,32 @@ from ..kernels.bm25 import (
     bm25_score_docs,
     bm25_score_docs_held,
     sparse_accumulate,
-    sparse_score_docs,
+    sparse_accumulate_held,
+    sparse_score_docs_held,
 )
 from ..kernels.cosine import cosine_exact_into, cosine_topk, score_error_bound
 from ..kernels.filters import sorted_numbers
-from ..kernels.fusion import fused_places, rrf_shares, scatter_positive, view_locals
+from ..kernels.fusion import (
+    bar_without,
+    fused_places,
+    posting_matches,
+    rrf_shares,
+    scatter_positive,
+    view_locals,
+)
 from ..kernels.pruning import (
     DENSE_RATIO,
     PRUNE_MIN_POSTINGS,
     bm25_segment_topk,
     bm25_segment_topk_held,
 )
-from ..kernels.topk import merge_topk, topk_finish, topk_finish_held, topk_touched
+from ..kernels.topk import (
+    merge_topk,
+    topk_finish,
+    topk_finish_held,
+    topk_touched,
+    topk_touched_held,
+)
 from . import lane
 from .snapshot import SegmentView, Snapshot
 
@@ -234,14 +248,14 @@ def _lexical_candidates(snap: Snapshot, q: Query, p: Prepared, depth: int,
 
 def _matched(postings: object, ids: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """Which candidate docs contain at least one of the terms (BM25 > 0 needs a match)."""
-    offsets, doc_ids = postings.offsets, postings.doc_ids  # type: ignore[attr-defined]
-    hit = np.zeros(docs.size, dtype=bool)
-    for t in ids[ids >= 0]:
-        hit |= np.isin(docs, doc_ids[offsets[t]:offsets[t + 1]])
-    return hit
+    return posting_matches(postings.offsets, postings.doc_ids,  # type: ignore[attr-defined]
+                           ids, docs)
 
 
-def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def _ngram(snap: Snapshot, q: Query, depth: int,
+           inline: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``depth`` by n-gram cosine over every view; ``inline``: through the kernels'
+    twins that keep the GIL (as ``_lexical``)."""
     assert q.ngram is not None
     buckets, weights = q.ngram
     parts = []
@@ -251,15 +265,20 @@ def _ngram(snap: Snapshot, q: Query, depth: int) -> tuple[np.ndarray, np.ndarray
             docs = q.candidates.get(i)
             if docs is None or docs.size == 0:
                 continue
-            scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, buckets, weights, docs)
+            scores = sparse_score_docs_held(g.offsets, g.doc_ids, g.values, buckets, weights,
+                                            docs)
             matched = _matched(g, buckets, docs)
             parts.append((scores[matched], view.segment.docnums[docs[matched]]))
             continue
         acc, seen, touched = _scratch(view.segment.n_docs)
-        n = sparse_accumulate(g.offsets, g.doc_ids, g.values, buckets, weights,
-                              _allowed(view, q, i), acc, seen, touched, 0)
-        scores, local = topk_touched(acc, seen, touched, n, depth, 0)
+        n = (sparse_accumulate_held if inline else sparse_accumulate)(
+            g.offsets, g.doc_ids, g.values, buckets, weights, _allowed(view, q, i), acc, seen,
+            touched, 0)
+        scores, local = (topk_touched_held if inline else topk_touched)(
+            acc, seen, touched, n, depth, 0)
         parts.append((scores, view.segment.docnums[local]))
+    if len(parts) == 1 and q.candidates is None:  # one view's top list: merge_topk's order
+        return parts[0]
     return merge_topk(parts, depth)
 
 
@@ -314,7 +333,7 @@ def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
         s, d = _cosine(snap, q, depth, inline)
         signals.append(("cosine", q.semantic_weight, s, d))
     if q.ngram is not None:
-        s, d = _ngram(snap, q, depth)
+        s, d = _ngram(snap, q, depth, inline)
         signals.append(("ngram", q.semantic_weight, s, d))
     if not signals:
         return []
@@ -379,8 +398,8 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
     query at 5k x 384: 141 -> 63 us warm; 225 -> 133 us at 10k in a loop of queries, whose
     kernel leaves the caches cold (the RRF step had cost a third of the kernel)."""
     found = [docs for _, _, _, docs in signals]
-    # Each signal's numbers are distinct: one signal's sorted, several's merged by the kernel.
-    candidates = np.sort(found[0]) if len(found) == 1 else sorted_numbers(np.concatenate(found))
+    # The kernel, not numpy's sort: numpy's gives the GIL away, however few the numbers.
+    candidates = sorted_numbers(found[0] if len(found) == 1 else np.concatenate(found))
     # Each signal's ranking of the candidates: its own top list already is that ranking for the
     # candidates it scored; a candidate outside a signal's list was not ranked by it unless its
     # exact score can be computed, which we do so that every candidate is ranked fairly.
@@ -426,8 +445,7 @@ def _exact_term_floor(snap: Snapshot, p: Prepared,
         return
     best = int(lexical[0][1][0])
     place = int(np.searchsorted(candidates, best))
-    others = np.sort(np.delete(total, place))[::-1]
-    bar = float(others[FLOOR_RANK - 1])
+    bar = bar_without(total, place, FLOOR_RANK)
     if total[place] > bar:
         return
     # The rare query terms are those whose idf is at least that of a term in rare_df(N) documents.
@@ -438,7 +456,7 @@ def _exact_term_floor(snap: Snapshot, p: Prepared,
     i, local = snap.view_of(best)
     view = snap.views[i]
     seg = view.segment
-    score = bm25_score_docs(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
+    score = bm25_score_docs_held(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
                             view.norms(snap.avgdl), p.local_terms[i], rare,
                             np.asarray([local], dtype=np.int32))
     if float(score[0]) > 0.0:
@@ -467,7 +485,8 @@ def _exact_scores(snap: Snapshot, q: Query, p: Prepared, candidates: np.ndarray,
             scatter_positive(*out["lexical"], places, scores)
         if "ngram" in out and q.ngram is not None:
             g = seg.ngram_postings(_loader(snap), q.dim)
-            scores = sparse_score_docs(g.offsets, g.doc_ids, g.values, q.ngram[0], q.ngram[1], docs)
+            scores = sparse_score_docs_held(g.offsets, g.doc_ids, g.values, q.ngram[0],
+                                            q.ngram[1], docs)
             matched = _matched(g, q.ngram[0], docs)
             values, ranked = out["ngram"]
             values[places[matched]] = scores[matched]

@@ -369,3 +369,6 @@ def build_postings(
 
 #: ``bm25_score_docs`` keeping the GIL, for inline calls on the event loop (jit.held_twin).
 bm25_score_docs_held = held_twin(bm25_score_docs)
+#: The n-gram signal's kernels keeping the GIL, for its queries run inline (as above).
+sparse_accumulate_held = held_twin(sparse_accumulate)
+sparse_score_docs_held = held_twin(sparse_score_docs)

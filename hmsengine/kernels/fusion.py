@@ -82,3 +82,46 @@ def view_locals(docnums: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64],
             places[m] = first_place + i
             m += 1
     return local[:m].copy(), places[:m].copy()
+
+
+@jit_held
+def posting_matches(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                    term_ids: npt.NDArray[np.int32],
+                    docs: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+    """Which ``docs`` have a posting under at least one of ``term_ids`` (ignoring negative or
+    out-of-range ids): a binary search of each term's ascending postings per document, where
+    numpy's ``isin`` per term sorted (and gave the GIL away)."""
+    n_terms = offsets.shape[0] - 1
+    out = np.zeros(docs.shape[0], dtype=np.bool_)
+    for j in range(docs.shape[0]):
+        d = docs[j]
+        for qi in range(term_ids.shape[0]):
+            t = term_ids[qi]
+            if t < 0 or t >= n_terms:
+                continue
+            lo, hi = offsets[t], offsets[t + 1]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if doc_ids[mid] < d:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < offsets[t + 1] and doc_ids[lo] == d:
+                out[j] = True
+                break
+    return out
+
+
+@jit_held
+def bar_without(total: npt.NDArray[np.float64], place: int, rank: int) -> float:
+    """The ``rank``-th largest of ``total`` with its ``place`` left out (counting equal values
+    apart; ``rank`` at most ``len(total) - 1``): the exact-term floor's bar, where numpy's
+    ``sort`` gave the GIL away."""
+    rest = np.empty(total.shape[0] - 1, dtype=np.float64)
+    m = 0
+    for i in range(total.shape[0]):
+        if i != place:
+            rest[m] = total[i]
+            m += 1
+    rest.sort()
+    return float(rest[m - rank])

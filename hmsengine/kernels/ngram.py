@@ -23,7 +23,7 @@ import unicodedata
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import jit
+from hmsengine.kernels.jit import held_twin, jit
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -109,8 +109,13 @@ def _ngram_features(
     return indptr, indices[:nnz].copy(), values[:nnz].copy()
 
 
+#: ``_ngram_features`` keeping the GIL: a query's n-grams are hashed inline on the event loop,
+#: where giving the GIL away hands it to any busy Python thread for a switch interval (5 ms).
+_ngram_features_held = held_twin(_ngram_features)
+
+
 def ngram_features(
-    codes: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64], dim: int
+    codes: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64], dim: int, *, held: bool = False
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
     """Signed hashed 3-/4-gram vectors of documents given as code points, as a CSR triple.
 
@@ -119,6 +124,7 @@ def ngram_features(
     casefolded and whitespace-collapsed (``ngram_vectors`` does that). ``dim`` >= 1 buckets.
     Returns ``(indptr int64[n+1], indices int32[nnz], values float32[nnz])``: per row, indices
     strictly ascending, no zero values, L2 norm 1 within float32 rounding (empty text: empty row).
+    ``held``: keep the GIL (the twin, for a call on the event loop's thread).
     """
     if not 1 <= dim <= np.iinfo(np.int32).max:
         raise ValueError(f"dim must be in [1, 2**31 - 1], got {dim}")
@@ -128,7 +134,7 @@ def ngram_features(
     # the point of the hash. Compiled code never warns; this only silences the fallback.
     with np.errstate(over="ignore"):
         result: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]] = (
-            _ngram_features(codes, starts, int(dim))
+            (_ngram_features_held if held else _ngram_features)(codes, starts, int(dim))
         )
     return result
 
@@ -139,9 +145,10 @@ def normalise_text(text: str) -> str:
 
 
 def ngram_vectors(
-    texts: list[str], dim: int
+    texts: list[str], dim: int, *, held: bool = False
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-    """``ngram_features`` of Python strings (normalised by ``normalise_text``), one row per text."""
+    """``ngram_features`` of Python strings (normalised by ``normalise_text``), one row per text;
+    ``held`` as there."""
     prepared = [normalise_text(t) for t in texts]
     lengths = np.fromiter(map(len, prepared), dtype=np.int64, count=len(prepared))
     starts = np.zeros(len(prepared) + 1, dtype=np.int64)
@@ -149,16 +156,16 @@ def ngram_vectors(
     # UTF-32 gives one uint32 per code point; surrogatepass keeps lone surrogates encodable.
     raw = "".join(prepared).encode("utf-32-le", "surrogatepass")
     codes = np.frombuffer(raw, dtype=np.uint32)
-    return ngram_features(codes, starts, dim)
+    return ngram_features(codes, starts, dim, held=held)
 
 
 def ngram_query(text: str, dim: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
     """The n-gram vector of one query text as ``(indices int32 ascending, values float32)``.
 
     For ``sparse_accumulate`` pass ``indices`` as term ids and ``values.astype(np.float64)`` as
-    weights.
+    weights. Keeps the GIL (a query is hashed inline, on the event loop).
     """
-    _, indices, values = ngram_vectors([text], dim)
+    _, indices, values = ngram_vectors([text], dim, held=True)
     return indices, values
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import bm25_term
-from hmsengine.kernels.jit import held_twin, jit
+from hmsengine.kernels.jit import held_twin, jit, jit_held
 from hmsengine.kernels.norms import Norms, norm_of
 
 # Annotations only: kernels receive numpy scalars as well as Python numbers.
@@ -209,8 +209,22 @@ def merge_topk(
         return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
     scores = np.concatenate([np.asarray(s, dtype=np.float64) for s, _ in pairs])
     docs = np.concatenate([np.asarray(d, dtype=np.int64) for _, d in pairs])
-    order = np.lexsort((docs, -scores))[:k]
+    order = _merged_order(scores, docs, k)
     return scores[order], docs[order]
+
+
+@jit_held
+def _merged_order(scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64],
+                  k: int) -> npt.NDArray[np.int64]:
+    """``np.lexsort((docs, -scores))[:k]`` keeping the GIL (numpy's sorts give it away, however
+    short the input: a query's merge runs inline on the event loop): by document, then stably
+    by score descending."""
+    by_doc = np.argsort(docs, kind="mergesort")
+    keys = np.empty(by_doc.shape[0], dtype=np.float64)
+    for i in range(by_doc.shape[0]):
+        keys[i] = -scores[by_doc[i]]
+    order = by_doc[np.argsort(keys, kind="mergesort")]
+    return order[:min(k, order.shape[0])].copy()
 
 
 @jit
@@ -261,5 +275,7 @@ def bm25_term_topk(
     return scores[:count], docs[:count]
 
 
-#: ``topk_finish`` keeping the GIL, for inline calls on the event loop (jit.held_twin).
+#: ``topk_finish`` and ``topk_touched`` keeping the GIL, for inline calls on the event loop
+#: (jit.held_twin).
 topk_finish_held = held_twin(topk_finish)
+topk_touched_held = held_twin(topk_touched)

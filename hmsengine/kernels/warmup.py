@@ -118,14 +118,17 @@ def _general(between: Callable[[], None]) -> None:
         )
         topk.topk_touched(acc, seen, touched, n, 2, 0)
         between()
-        n = bm25.sparse_accumulate(
-            off, ids, vals, term_ids, weights, allowed, acc, seen, touched, 0
-        )
-        topk.reset_touched(acc, seen, touched, n)
+        for accumulate, touched_topk in ((bm25.sparse_accumulate, topk.topk_touched),
+                                         (bm25.sparse_accumulate_held, topk.topk_touched_held)):
+            n = accumulate(off, ids, vals, term_ids, weights, allowed, acc, seen, touched, 0)
+            touched_topk(acc, seen, touched, n, 2, 0)
+        topk.reset_touched(acc, seen, touched, 0)
         between()
         bm25.bm25_score_docs(off, ids, vals, norms, term_ids, weights, docs)
         bm25.bm25_score_docs_held(off, ids, vals, norms, term_ids, weights, docs)
         bm25.sparse_score_docs(off, ids, vals, term_ids, weights, docs)
+        bm25.sparse_score_docs_held(off, ids, vals, term_ids, weights, docs)
+        fusion.posting_matches(off, ids, term_ids, docs)
         between()
         n = bm25.bm25_accumulate(
             off, ids, vals, norms, term_ids[:1], weights[:1], allowed, acc, seen, touched, 0
@@ -191,6 +194,8 @@ def _vectors(between: Callable[[], None]) -> None:
     fusion.rrf_shares(values, values, ranked, 1.0, 60)
     fusion.scatter_positive(values, ranked, places, values)
     fusion.fused_places(values, 1)
+    fusion.bar_without(values, 0, 1)
+    topk.merge_topk([(values, places), (values, places + 2)], 3)
     # A built segment's embeddings and has_embedding are writable, a loaded one's read-only.
     for m, has in ((matrix, allowed), _readonly(matrix, allowed)):
         for held in (False, True):

@@ -609,3 +609,26 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
         assert hops == (["run", "run"] if threaded else [])
         assert held == [not threaded] * 2 * len(snap.views)
     assert vector_only[0].id == "d5" and fused
+
+
+async def test_an_inline_n_gram_query_keeps_the_gil(monkeypatch):
+    """A small ``semantic="ngram"`` query runs inline, through the kernels' twins that keep the
+    GIL (its hashing, accumulation, top k and fusion's exact scores): the originals, which give
+    the GIL away to any busy thread for a switch interval, fail here if called."""
+    from hmsengine.index import search
+    from hmsengine.kernels import ngram
+
+    async with Engine.open(None, analyzer="simple") as engine:
+        await engine.put_documents([{"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}"}
+                                    for n in range(300)])
+        await engine.search_documents("warm up", semantic="ngram")  # builds the n-gram postings
+        want = await engine.search_documents("alpha brav", semantic="ngram", k=5)
+
+        def released(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise AssertionError("a GIL-releasing kernel ran inline")
+
+        for module, name in ((search, "sparse_accumulate"), (search, "topk_touched"),
+                             (ngram, "_ngram_features")):
+            monkeypatch.setattr(module, name, released)
+        got = await engine.search_documents("alpha brav", semantic="ngram", k=5)
+        assert got == want and got[0].semantic is not None

@@ -25,12 +25,14 @@ def test_the_lane_kernel_keeps_the_gil() -> None:
 @pytest.mark.parametrize("kernel", [
     filters.sorted_numbers, filters.live_locals, filters.mask_of, fusion.rrf_shares,
     fusion.scatter_positive, fusion.fused_places, fusion.view_locals, cosine.cosine_exact_into,
-    cosine.unit_float32, cosine.checked_float32,
+    cosine.unit_float32, cosine.checked_float32, fusion.posting_matches, fusion.bar_without,
+    topk._merged_order,
 ], ids=lambda k: k.__name__)
 def test_the_filter_and_fusion_kernels_keep_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
     """A filter's numbers are located inline on the event loop, in kernels that keep the GIL
     (numpy gave it away in each of a dozen calls: ~64 ms beside a busy thread); so are fused
-    ranking's steps over its few hundred candidates and a query vector's checks."""
+    ranking's steps over its few hundred candidates, the merge of per-view top lists and a
+    query vector's checks (numpy's sorts give the GIL away however short the array)."""
     assert kernel.targetoptions["nogil"] is False
 
 
@@ -45,6 +47,10 @@ def test_the_norms_kernel_keeps_the_gil() -> None:
     (topk.topk_finish_held, topk.topk_finish),
     (bm25.bm25_score_docs_held, bm25.bm25_score_docs),
     (cosine._cosine_topk_held, cosine._cosine_topk),
+    (bm25.sparse_accumulate_held, bm25.sparse_accumulate),
+    (bm25.sparse_score_docs_held, bm25.sparse_score_docs),
+    (topk.topk_touched_held, topk.topk_touched),
+    (ngram._ngram_features_held, ngram._ngram_features),
 ], ids=lambda k: k.__name__)
 def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no-untyped-def]
     """The general path's kernels have twins for its inline calls (jit.held_twin): the same
