@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hmsengine.kernels.jit import jit_held
+from hmsengine.kernels.jit import inline, jit_held
 
 
 @jit_held
@@ -57,6 +57,19 @@ def fused_places(total: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64
     return order[:min(k, order.shape[0])].copy()
 
 
+@inline
+def _lower_bound(a: npt.NDArray[np.integer], lo: int, hi: int, x: int) -> int:
+    """The first place in ``a[lo:hi]`` (ascending) whose value is not below ``x`` (``hi`` if
+    none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @jit_held
 def view_locals(docnums: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64],
                 first_place: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
@@ -66,19 +79,12 @@ def view_locals(docnums: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64],
     local = np.empty(wanted.shape[0], dtype=np.int32)
     places = np.empty(wanted.shape[0], dtype=np.int64)
     m = 0
-    lo = 0
+    at = 0
     n = docnums.shape[0]
     for i in range(wanted.shape[0]):
-        target = wanted[i]
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if docnums[mid] < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < n and docnums[lo] == target:
-            local[m] = lo
+        at = _lower_bound(docnums, at, n, wanted[i])
+        if at < n and docnums[at] == wanted[i]:
+            local[m] = at
             places[m] = first_place + i
             m += 1
     return local[:m].copy(), places[:m].copy()
@@ -94,19 +100,13 @@ def posting_matches(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int3
     n_terms = offsets.shape[0] - 1
     out = np.zeros(docs.shape[0], dtype=np.bool_)
     for j in range(docs.shape[0]):
-        d = docs[j]
         for qi in range(term_ids.shape[0]):
             t = term_ids[qi]
             if t < 0 or t >= n_terms:
                 continue
-            lo, hi = offsets[t], offsets[t + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if doc_ids[mid] < d:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < offsets[t + 1] and doc_ids[lo] == d:
+            end = offsets[t + 1]
+            at = _lower_bound(doc_ids, offsets[t], end, docs[j])
+            if at < end and doc_ids[at] == docs[j]:
                 out[j] = True
                 break
     return out

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import trio
+from segmented import put_in_segments
 
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
@@ -44,21 +44,15 @@ async def test_the_top_2k_answer_is_the_general_answer(
     # may order them differently): ties and near-ties wherever they rank.
     near = [(np.asarray(shared) + vectors.standard_normal(DIM) * 1e-7 * (n % 3)).tolist()
             for n in range(480)]
+
+    def item(n: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": f"d{n}", "text": rng.choice(WORDS)}
+        if n % 5:  # every fifth document without a vector
+            out["embedding"] = near[n] if n % 7 == 0 else _unit(vectors)
+        return out
+
     async with Engine.open(None, analyzer="simple") as engine:
-        for batch in range(4):  # three folded segments, then a tail
-            docs: list[dict[str, Any]] = []
-            for n in range(batch * 120, batch * 120 + 120):
-                item: dict[str, Any] = {"id": f"d{n}", "text": rng.choice(WORDS)}
-                if n % 5:  # every fifth document without a vector
-                    item["embedding"] = near[n] if n % 7 == 0 else _unit(vectors)
-                docs.append(item)
-            await engine.put_documents(docs)
-            with trio.fail_after(30):
-                while batch < 3 and engine._indexer.snapshot.tail:
-                    await trio.sleep(0.01)
-        for n in range(0, 480, 37):
-            await engine.delete_document(f"d{n}")
-        assert engine.statistics().index_segments >= 3
+        await put_in_segments(engine, item)
         depths: list[int] = []
         real_cosine = search._cosine
 

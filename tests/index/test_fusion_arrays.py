@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import trio
+from segmented import put_in_segments
 
 from hmsengine import Engine
 from hmsengine.engine import indexer as indexer_module
@@ -129,24 +129,18 @@ async def test_fused_queries_equal_the_plain_construction(
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
     rng = random.Random(seed)
     vectors = np.random.default_rng(seed)
+
+    def item(n: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": f"d{n}",
+                               "text": " ".join(rng.choices(WORDS, k=rng.randint(1, 9)))}
+        if n % 5:  # every fifth document without a vector
+            out["embedding"] = _unit(vectors)
+        if n % 97 == 0:  # a made-up id a few documents hold: a rare term
+            out["text"] += f" id{n % 2}x"
+        return out
+
     async with Engine.open(None, analyzer="simple") as engine:
-        for batch in range(4):  # three folded segments, then a tail
-            docs = []
-            for n in range(batch * 120, batch * 120 + 120):
-                item: dict[str, Any] = {"id": f"d{n}",
-                                        "text": " ".join(rng.choices(WORDS, k=rng.randint(1, 9)))}
-                if n % 5:  # every fifth document without a vector
-                    item["embedding"] = _unit(vectors)
-                if n % 97 == 0:  # a made-up id a few documents hold: a rare term
-                    item["text"] += f" id{n % 2}x"
-                docs.append(item)
-            await engine.put_documents(docs)
-            with trio.fail_after(30):
-                while batch < 3 and engine._indexer.snapshot.tail:
-                    await trio.sleep(0.01)
-        for n in range(0, 480, 37):
-            await engine.delete_document(f"d{n}")
-        assert engine.statistics().index_segments >= 3
+        await put_in_segments(engine, item)
         for _ in range(12):
             text = " ".join(rng.choices(WORDS, k=rng.randint(1, 4)))
             vector = _unit(vectors)
