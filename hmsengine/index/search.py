@@ -443,22 +443,28 @@ def _exact_term_floor(snap: Snapshot, p: Prepared,
     if not lexical or lexical[0][0] <= 0 or lexical[0][1].size == 0 or p.weights is None \
             or p.idf is None or total.shape[0] <= FLOOR_RANK:
         return
+    # The rare query terms are those whose idf is at least that of a term in rare_df(N)
+    # documents (once per snapshot). Without one, nothing to raise: checked first, the cheaper
+    # test (the common query holds no rare term).
+    memo = snap.memo("kernel")
+    threshold = memo.get("rare_idf")
+    if threshold is None:
+        threshold = memo["rare_idf"] = float(bm25_idf(  # type: ignore[index]
+            np.asarray([rare_df(snap.n_live)], dtype=np.int64), snap.n_live)[0])
+    if not any(idf >= threshold for idf in p.idf.tolist()):
+        return
     best = int(lexical[0][1][0])
     place = int(np.searchsorted(candidates, best))
     bar = bar_without(total, place, FLOOR_RANK)
     if total[place] > bar:
         return
-    # The rare query terms are those whose idf is at least that of a term in rare_df(N) documents.
-    threshold = float(bm25_idf(np.asarray([rare_df(snap.n_live)], dtype=np.int64), snap.n_live)[0])  # type: ignore[index]
     rare = np.where(p.idf >= threshold, p.weights, 0.0)  # the rare terms' BM25 weights only
-    if not rare.any():
-        return
     i, local = snap.view_of(best)
     view = snap.views[i]
     seg = view.segment
     score = bm25_score_docs_held(seg.terms.offsets, seg.terms.doc_ids, seg.terms.values,
-                            view.norms(snap.avgdl), p.local_terms[i], rare,
-                            np.asarray([local], dtype=np.int32))
+                                 view.norms(snap.avgdl), p.local_terms[i], rare,
+                                 np.asarray([local], dtype=np.int32))
     if float(score[0]) > 0.0:
         total[place] = float(np.nextafter(bar, np.inf))
 
