@@ -94,6 +94,75 @@ async def test_idle_consolidation_persists_what_it_merged(disk_path, monkeypatch
         assert await results(engine) == before
 
 
+def _record_persists(indexer, monkeypatch) -> list:  # type: ignore[no-untyped-def]
+    """(settled, live documents per segment) at each persist the builder starts."""
+    seen: list = []
+    real = indexer._persist_segments
+
+    async def persist() -> None:
+        seen.append((indexer.settled, [v.n_live for v in indexer.snapshot.segments]))
+        await real()
+
+    monkeypatch.setattr(indexer, "_persist_segments", persist)
+    return seen
+
+
+async def test_a_burst_is_persisted_once_after_its_consolidation(disk_path, monkeypatch, no_merges):
+    """A persist that comes due while the builder still has a tail to fold or segments to
+    consolidate waits for that work (mergepolicy.persist_now): the burst's documents are written
+    once, as the one segment the consolidation made, not first as the segments it replaced."""
+    from hmsengine.index import mergepolicy
+
+    monkeypatch.setattr(indexer_module, "PERSIST_AT", 1000)
+    # No consolidation until the whole burst is in, however slow the machine (then 0.05 s of
+    # quiet), and no deadline for the persist in this test.
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(mergepolicy, "PERSIST_DEFER_SECONDS", 7200.0)
+    async with Engine.open(disk_path) as engine:
+        indexer = engine._indexer
+        persists = _record_persists(indexer, monkeypatch)
+        docs = corpus(3000)
+        for start in range(0, 3000, 500):  # a burst of six batches, each its own segment
+            await engine.put_documents(docs[start:start + 500])
+            with trio.fail_after(30):  # folded alone: from the second on, a merge is ahead
+                while indexer.snapshot.tail:
+                    await trio.sleep(0.02)
+        assert len(indexer.snapshot.segments) == 6 and not persists  # due, not yet written
+        monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 0.05)
+        indexer._wake.set()  # the builder now waits 0.05 s of quiet, not an hour
+        with trio.fail_after(30):
+            while not indexer.settled or indexer._unpersisted_documents():
+                await trio.sleep(0.02)
+        assert persists == [(True, [3000])], persists
+        before = await results(engine)
+    async with Engine.open(disk_path) as engine:
+        stats = engine.statistics()
+        assert stats.index_segments == 1 and stats.index_documents_tokenized == 0
+        assert await results(engine) == before
+
+
+async def test_writes_that_keep_coming_are_persisted_by_the_deadline(disk_path, monkeypatch,
+                                                                     no_merges):
+    """Writes that never let the builder settle (no quiet for the consolidation) still get
+    their segments written once the persist has waited PERSIST_DEFER_SECONDS."""
+    from hmsengine.index import mergepolicy
+
+    monkeypatch.setattr(indexer_module, "PERSIST_AT", 300)
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 0.5)
+    monkeypatch.setattr(mergepolicy, "PERSIST_DEFER_SECONDS", 0.8)
+    async with Engine.open(disk_path) as engine:
+        indexer = engine._indexer
+        persists = _record_persists(indexer, monkeypatch)
+        docs = corpus(4000)
+        with trio.fail_after(60):
+            for start in range(0, 4000, 40):  # a commit every ~20 ms: never 0.5 s of quiet
+                await engine.put_documents(docs[start:start + 40])
+                await trio.sleep(0.02)
+                if persists:
+                    break
+        assert persists and not persists[0][0]  # written while the builder was still busy
+
+
 async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch, no_merges):
     """A flipped byte in a segment file: the file is rejected, its documents re-indexed."""
     # Three segments, three files (an idle builder would consolidate them into one, and the
