@@ -26,7 +26,7 @@ import trio
 from ..errors import HmsError, map_errors
 from ..index import termcarry
 from ..index.analyzer import Analyzer
-from ..index.mergepolicy import MergePolicy, consolidation_window, persist_now
+from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex
 from ..index.segment import Segment, build_segment, merge_segments, ready_for_queries
 from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
@@ -89,7 +89,6 @@ class Indexer:
         self._merge_wake = trio.Event()  # the merge task's (``_merging``): segments changed
         self._merge_busy = False  # the merge task is merging or persisting (``_fold_due``)
         self._commits = 0  # commits installed, for the merge task's quiet test
-        self._persist_due_at: float | None = None  # trio time a persist came due, if one is
         self.metadata = MetadataIndex(self._metadata_source)  # the filters' index
         self._cancel = trio.CancelScope()
         self.merges = 0
@@ -496,16 +495,7 @@ class Indexer:
         return self._commits == commits
 
     async def _persist_if_due(self) -> None:
-        """Persist once ``PERSIST_AT`` documents are not on disk, after the merges and the
-        consolidation that follow a burst (``mergepolicy.persist_now``)."""
-        if not self._persistent or self._unpersisted_documents() < PERSIST_AT:
-            self._persist_due_at = None
-            return
-        now = trio.current_time()
-        if self._persist_due_at is None:
-            self._persist_due_at = now
-        if persist_now(self.settled, now - self._persist_due_at, CONSOLIDATE_IDLE_SECONDS):
-            self._persist_due_at = None
+        if self._persistent and self._unpersisted_documents() >= PERSIST_AT:
             await self._persist_segments()
 
     def _consolidation(self) -> tuple[int, int] | None:

@@ -117,19 +117,3 @@ def simulate(pick: Pick, documents: int, fold: int = 512) -> Simulated:
     return Simulated(rewrites_per_document=written / max(documents, 1), max_segments=most,
                      final_segments=len(sizes), mean_segments=total_count / max(folds, 1),
                      merges=merges)
-
-
-# A persist that comes due (engine/indexer.py: PERSIST_AT documents not on disk) while the
-# builder still has work (a tail to fold, a merge, the idle consolidation) waits for that work,
-# at most this long: what a merge or the consolidation replaces need not be written first. After
-# a 50k-document burst of 128 writers the builder wrote all four segments (~0.6 s beside the
-# queries), merged them into one half a second later and wrote that one again.
-PERSIST_DEFER_SECONDS = 2.0
-
-
-def persist_now(settled: bool, due_for: float, consolidate_idle: float) -> bool:
-    """Whether a due persist runs now: the builder has nothing left to merge (``settled``), or
-    it has been due for ``PERSIST_DEFER_SECONDS`` (writes that keep coming keep the builder
-    busy), or the idle consolidation waits at least that long itself (``consolidate_idle``, its
-    quiet time: then nothing is gained by waiting)."""
-    return settled or due_for >= PERSIST_DEFER_SECONDS or consolidate_idle >= PERSIST_DEFER_SECONDS

@@ -14,7 +14,6 @@ import random
 import pytest
 
 from hmsengine.engine import indexer as indexer_module
-from hmsengine.index import mergepolicy
 from hmsengine.index.mergepolicy import MergePolicy, consolidation_window, simulate
 
 POLICY = indexer_module.MERGE_POLICY
@@ -103,12 +102,3 @@ def test_consolidation_window(live: list[int], window: tuple[int, int] | None) -
     """The idle merge takes everything past the fraction, else the small neighbours, within
     max_docs."""
     assert consolidation_window(live, fraction=1 / 32, max_docs=500_000) == window
-
-
-def test_a_due_persist_waits_for_the_builder_within_the_deadline() -> None:
-    wait = mergepolicy.PERSIST_DEFER_SECONDS
-    assert mergepolicy.persist_now(True, 0.0, 0.5)  # settled: now
-    assert not mergepolicy.persist_now(False, 0.0, 0.5)  # work left: wait for it...
-    assert not mergepolicy.persist_now(False, wait - 0.01, 0.5)
-    assert mergepolicy.persist_now(False, wait, 0.5)  # ...at most PERSIST_DEFER_SECONDS
-    assert mergepolicy.persist_now(False, 0.0, wait)  # a consolidation that far off: now
