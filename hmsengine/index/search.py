@@ -293,13 +293,13 @@ def _cosine(snap: Snapshot, q: Query, depth: int,
         seg = view.segment
         if seg.embeddings is None or seg.embeddings.shape[1] != q.embedding.shape[0]:
             continue
-        if q.candidates is not None:  # a few documents: live ones among them
-            allowed = np.zeros(seg.n_docs, dtype=np.uint8)
+        allowed = _allowed(view, q, i)
+        if q.candidates is not None:  # a few documents: the allowed ones among them
+            mask = np.zeros(seg.n_docs, dtype=np.uint8)
             docs = q.candidates.get(i)
             if docs is not None:
-                allowed[docs] = view.live[docs]
-        else:
-            allowed = _allowed(view, q, i)
+                mask[docs] = allowed[docs]
+            allowed = mask
         scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth,
                                    seg.has_embedding, held=inline)
         parts.append((scores, seg.docnums[rows]))
@@ -317,7 +317,8 @@ def _loader(snap: Snapshot) -> Any:
 def run(snap: Snapshot, q: Query, prepared: Prepared | None = None, *,
         inline: bool = False) -> list[Scored]:
     """Execute ``q`` on ``snap``; the top ``q.k`` documents, best first. ``inline``: the
-    caller is the event loop (the BM25 kernels keep the GIL: ``_lexical``)."""
+    caller is the event loop (every kernel then keeps the GIL: the held twins, fusion's
+    kernels; no numpy sort, ``tests/index/test_inline_sorts.py``)."""
     p = prepared if prepared is not None else prepare(snap, q)
     if q.embedding is not None and not q.terms and q.ngram is None:
         found = _cosine_alone(snap, q, p, inline)
