@@ -14,6 +14,16 @@ import numpy.typing as npt
 from hmsengine.kernels.jit import inline, jit_held
 
 
+@inline
+def _descending(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """The places of ``values`` by value descending, equal values in place order (a stable
+    sort of the negated values)."""
+    keys = np.empty(values.shape[0], dtype=np.float64)
+    for i in range(values.shape[0]):
+        keys[i] = -values[i]
+    return np.argsort(keys, kind="mergesort")
+
+
 @jit_held
 def rrf_shares(total: npt.NDArray[np.float64], scores: npt.NDArray[np.float64],
                ranked: npt.NDArray[np.bool_], weight: float, rrf_k: int) -> None:
@@ -27,10 +37,7 @@ def rrf_shares(total: npt.NDArray[np.float64], scores: npt.NDArray[np.float64],
         if ranked[i]:
             places[m] = i
             m += 1
-    keys = np.empty(m, dtype=np.float64)
-    for j in range(m):
-        keys[j] = -scores[places[j]]
-    order = np.argsort(keys, kind="mergesort")  # stable: equal scores keep place order
+    order = _descending(scores[places[:m]])  # equal scores keep place order
     for r in range(m):
         total[places[order[r]]] += weight / np.float64(rrf_k + r + 1)
 
@@ -50,10 +57,7 @@ def scatter_positive(values: npt.NDArray[np.float64], ranked: npt.NDArray[np.boo
 def fused_places(total: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:
     """The first ``k`` places by ``total`` descending, then by place (a stable sort: over
     candidates in ascending document numbers, by number)."""
-    keys = np.empty(total.shape[0], dtype=np.float64)
-    for i in range(total.shape[0]):
-        keys[i] = -total[i]
-    order = np.argsort(keys, kind="mergesort")
+    order = _descending(total)
     return order[:min(k, order.shape[0])].copy()
 
 
