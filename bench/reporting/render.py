@@ -33,6 +33,7 @@ TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
           "load": "Markdown chunking and loading", "server": "HTTP server",
           "portability": "Export, import and snapshots",
           "write_then_search": "A search right after a write",
+          "right_after": "Queries beside the index builder right after a burst",
           "general_path": "Filtered and large-k searches, alone and beside a busy thread"}
 
 
