@@ -13,7 +13,8 @@ Engines, each timed one query per call, top 10, ids returned:
 * hmsengine: ``await engine.search_documents(q, k=10)`` inside ``trio.run``, on a store on the
   repository's disk, in two states: ``ingest``, timed right after 128 concurrent writers put the
   documents one ``put_document`` each (durable, group-committed), without waiting for the index
-  builder's merges; ``settled``, after the builder has folded, merged and consolidated.
+  builder's merges; ``settled``, after the builder has folded, merged and consolidated (and
+  written the consolidated segment).
 * tantivy-py: an on-disk index (1 writer thread), ``searcher.search(parse_query(q), 10,
   count=False)`` (block-max pruning on; no counting of every match), ids read from an integer
   fast field (``fast_field_values``); ``ingest``: right after ``commit``; ``settled``: after
@@ -367,8 +368,8 @@ def build_bm25s(corpus: Corpus) -> tuple[Callable[[str], list[int]], dict[str, A
 async def _settle(engine: Engine, *, consolidated: bool) -> None:
     """Wait until the tail is folded and no merge is due; ``consolidated``: also until the idle
     consolidation is done and its segment written (the persist that follows a consolidation
-    takes ~0.5 s at 50k and more beyond, on the second vCPU: timed beside it, the "settled"
-    passes measured the builder too, bench/results/right_after.notes.md)."""
+    takes ~0.5 s at 50k and more beyond, on the second vCPU: settled passes timed beside it
+    would time the builder too; tantivy's settled state likewise waits for its merges)."""
     indexer = engine._indexer  # the pending-merge check is internal, as in bench/search.py
     deadline = time.monotonic() + SETTLE_LIMIT_S
     if consolidated:
