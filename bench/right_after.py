@@ -109,25 +109,28 @@ async def trial(corpus: Corpus, root: Path, seconds: float) -> dict[str, Any]:
                            "mean_us": statistics.fmean(lat) * 1e6,
                            "p50_us": nearest_rank(lat, 0.5) * 1e6})
         segments_settled = len(indexer.snapshot.segments)
+    def stalled_ms(rows: list[tuple[float, float, int, int]]) -> float:
+        """Time beyond their settled time of the ``rows`` (queries) that took over STALL_MS."""
+        return sum(r[1] - settled[r[2]] for r in rows if r[1] > stall) * 1e3
+
     windows = []
     for lo, hi in WINDOWS:
         inside = [r for r in records if lo <= r[0] < hi]
         if not inside:
             continue
         lat = [r[1] for r in inside]
-        stalled = sum(r[1] - settled[r[2]] for r in inside if r[1] > stall)
         windows.append({
             "from_s": lo, "to_s": hi, "queries": len(inside), "qps": len(inside) / (hi - lo),
             "p50_us": nearest_rank(lat, 0.5) * 1e6, "p99_us": nearest_rank(lat, 0.99) * 1e6,
             "max_us": max(lat) * 1e6, "stalls": sum(1 for x in lat if x > stall),
-            "stalled_ms": stalled * 1e3,
+            "stalled_ms": stalled_ms(inside),
             "segments": [min(r[3] for r in inside), max(r[3] for r in inside)]})
-    first = [r[1] for r in records if r[0] < 1.0]
+    first = [r for r in records if r[0] < 1.0]
     return {"ingest_docs_per_s": ingest["docs_per_s"], "tail_at_end": ingest["tail_at_end"],
             "segments_at_end": ingest["segments_at_end"], "windows": windows,
-            "first_second": {"queries": len(first), "mean_us": statistics.fmean(first) * 1e6,
-                             "stalled_ms": sum(r[1] - settled[r[2]] for r in records
-                                               if r[0] < 1.0 and r[1] > stall) * 1e3},
+            "first_second": {"queries": len(first),
+                             "mean_us": statistics.fmean(r[1] for r in first) * 1e6,
+                             "stalled_ms": stalled_ms(first)},
             "settled": {"qps": statistics.median(p["qps"] for p in passes),
                         "mean_us": statistics.median(p["mean_us"] for p in passes),
                         "p50_us": statistics.median(p["p50_us"] for p in passes),
