@@ -17,9 +17,13 @@ A segment file is the codec-encoded payload followed by a 28-byte footer (little
     20     4     reserved       zero
     24     4     footer crc32   over bytes 0..24, xor FOOTER_CRC_XOR
 
-The decoded payload is ``u32 header length``, a JSON header (``n_docs``, ``ids``, ``vocab`` in
-term-id order, and for each array its dtype, shape and offset), then the arrays' raw bytes,
-each starting on an 8-byte boundary.
+The decoded payload is ``u32 header length``, a JSON header (``n_docs`` and, for each array,
+its dtype, shape and offset), then the arrays' raw bytes, each starting on an 8-byte boundary.
+Version 2 (written since) keeps the ids and the vocabulary (in term-id order) as two of those
+arrays, ``ids_utf8`` and ``vocab_utf8``: UTF-8 joined by newlines (ids hold no control
+characters, the analyzers' terms no newline; a list with a newline in a value is written as
+header JSON instead, ``ids`` or ``vocab``). Version 1 (read still) listed both in the header as
+JSON, ``ids`` and ``vocab``.
 
 Nothing here is a source of truth: the journal is. A damaged, missing or unreadable file is
 rejected (never trusted) and its documents are re-indexed from the document table; a document
@@ -46,7 +50,8 @@ MAGIC = b"HMSI"
 FOOTER = struct.Struct("<4sHBBQIII")
 FOOTER_SIZE = FOOTER.size  # 28
 FOOTER_CRC_XOR = 0x1D3C5EA1
-VERSION = 1
+VERSION = 2  # written; files of version 1 (ids and vocabulary as header JSON) are read too
+READABLE_VERSIONS = (1, 2)
 INDEX_DIR = "index"
 MANIFEST = "index/MANIFEST"
 
@@ -66,27 +71,45 @@ def _grams(segment: Segment, field: str) -> np.ndarray | None:
     return None if built is None else getattr(built, field)
 
 
-def _aad(name: str) -> bytes:
-    return b"index|" + name.encode() + b"|" + str(VERSION).encode()
+def _aad(name: str, version: int = VERSION) -> bytes:
+    return b"index|" + name.encode() + b"|" + str(version).encode()
 
 
 # A segment is persisted in a worker thread while the event loop answers queries. Every
 # C-level call that copies or encodes a whole segment holds the GIL for its duration (numpy's
 # copies of bytes included): with ndarray.tobytes, b"".join and one json.dumps, a 460k-document
 # segment held it for up to ~117 ms at a time, stalling every search for as long. So the bytes
-# are copied a few MB at a time and the header's JSON is encoded in pieces: the GIL can change
-# hands between two (zstd and crc32 release it themselves).
-_JSON_PIECE = 20_000
+# are copied a few MB at a time and the ids and terms are joined a piece at a time: the GIL can
+# change hands between two (zstd and crc32 release it themselves). Joined, not JSON: the JSON
+# of a 50k-document segment's ids and vocabulary held it ~12-22 ms in all (the most frequent
+# stall of searches right after a burst of writes, bench/results/right_after.notes.md), their
+# join and encoding ~1-2 ms.
+_TEXT_PIECE = 65_536
 _COPY_PIECE = 1 << 22
 
 
-def _json_list(values: list[str]) -> str:
-    """``json.dumps(values)`` with the header's settings, encoded a piece at a time."""
-    if len(values) <= _JSON_PIECE:
-        return _dumps(values)
-    pieces = [_dumps(values[i:i + _JSON_PIECE])[1:-1]
-              for i in range(0, len(values), _JSON_PIECE)]
-    return "[" + ",".join(pieces) + "]"
+def _lines(values: list[str]) -> list[bytes] | None:
+    """``"\n".join(values).encode()`` as parts to be written one after the other (a piece of
+    ``_TEXT_PIECE`` values per C-level call), or None when a value holds a newline."""
+    parts: list[bytes] = []
+    for lo in range(0, len(values), _TEXT_PIECE):
+        piece = values[lo:lo + _TEXT_PIECE]
+        joined = "\n".join(piece).encode()
+        if joined.count(b"\n") != len(piece) - 1:
+            return None
+        if parts:
+            parts.append(b"\n")
+        parts.append(joined)
+    return parts
+
+
+def _split_lines(blob: np.ndarray, count: int) -> list[str]:
+    """The ``count`` values ``_lines`` joined into ``blob``; ValueError if it holds another
+    number (or is not UTF-8)."""
+    values = blob.tobytes().decode().split("\n") if count else []
+    if len(values) != count or (not count and blob.size):
+        raise ValueError(f"{len(values)} newline-separated values where {count} belong")
+    return values
 
 
 def _dumps(value: Any) -> str:
@@ -100,11 +123,12 @@ def _terms_by_id(vocab: dict[str, int]) -> list[str]:
     return list(vocab) if numbered_in_order(vocab) else sorted(vocab, key=vocab.__getitem__)
 
 
-def _segment_header(segment: Segment, arrays: dict[str, list[Any]]) -> bytes:
-    # json.dumps of {"n_docs", "ids", "vocab", "arrays"} in that order, byte for byte.
-    vocab = _terms_by_id(segment.vocab)
-    return ('{"n_docs":' + _dumps(segment.n_docs) + ',"ids":' + _json_list(list(segment.ids))
-            + ',"vocab":' + _json_list(vocab) + ',"arrays":' + _dumps(arrays) + "}").encode()
+def _segment_header(n_docs: int, arrays: dict[str, list[Any]], ids: list[str] | None,
+                    vocab: list[str] | None) -> bytes:
+    # json.dumps of {"n_docs", "arrays"}, with "ids" or "vocab" when they could not be joined
+    # (a newline in one: ids never hold one, check_id; the analyzers' terms neither).
+    listed = {key: values for key, values in (("ids", ids), ("vocab", vocab)) if values is not None}
+    return _dumps({"n_docs": n_docs, **listed, "arrays": arrays}).encode()
 
 
 def _copy_into(out: np.ndarray, at: int, data: Any) -> None:
@@ -130,7 +154,7 @@ def encode_segment(segment: Segment, codec: Codec, name: str) -> memoryview:
     """The bytes of a segment file named ``name`` (relative to the generation), as a view over
     one buffer (the directories write any bytes-like object)."""
     arrays: dict[str, list[Any]] = {}
-    placed: list[tuple[np.ndarray, int]] = []
+    placed: list[tuple[Any, int]] = []
     offset = 0
     for key, get in _ARRAYS:
         array = get(segment)
@@ -140,13 +164,26 @@ def encode_segment(segment: Segment, codec: Codec, name: str) -> memoryview:
         arrays[key] = [array.dtype.str, list(array.shape), offset]
         placed.append((array, offset))
         offset += array.nbytes + (-array.nbytes) % 8
-    header = _segment_header(segment, arrays)
+    ids, vocab = list(segment.ids), _terms_by_id(segment.vocab)
+    id_lines, vocab_lines = _lines(ids), _lines(vocab)
+    for key, parts in (("ids_utf8", id_lines), ("vocab_utf8", vocab_lines)):
+        if parts is None:
+            continue
+        size = sum(len(p) for p in parts)
+        arrays[key] = ["|u1", [size], offset]
+        at = offset
+        for part in parts:
+            placed.append((part, at))
+            at += len(part)
+        offset += size + (-size) % 8
+    header = _segment_header(segment.n_docs, arrays, None if id_lines is not None else ids,
+                             None if vocab_lines is not None else vocab)
     start = 4 + len(header) + (-len(header) - 4) % 8
     raw = np.zeros(start + offset, dtype=np.uint8)  # the pads are zero bytes
     _copy_into(raw, 0, struct.pack("<I", len(header)))
     _copy_into(raw, 4, header)
-    for array, at in placed:
-        _copy_into(raw, start + at, array)
+    for data, at in placed:
+        _copy_into(raw, start + at, data)
     flags, stored = codec.encode(memoryview(raw), aad=_aad(name),  # type: ignore[arg-type]
                                  fast=True)  # disposable, rewritten at each merge
     prefix = struct.pack("<4sHBBQII", MAGIC, VERSION, flags, 1, len(stored),
@@ -164,14 +201,14 @@ def decode_payload(data: bytes, codec: Codec, name: str, where: str) -> memoryvi
     magic, version, flags, kind, length, crc, _reserved, fcrc = FOOTER.unpack(footer)
     if magic != MAGIC or (zlib.crc32(footer[:24]) ^ FOOTER_CRC_XOR) & 0xFFFFFFFF != fcrc:
         raise CorruptStore("index segment footer is damaged", file=where)
-    if version != VERSION or kind != 1 or length != len(data) - FOOTER_SIZE:
+    if version not in READABLE_VERSIONS or kind != 1 or length != len(data) - FOOTER_SIZE:
         raise CorruptStore(f"index segment of version {version}, kind {kind}, bad length", file=where)
     stored = data[:length]
     if zlib.crc32(stored) & 0xFFFFFFFF != crc:
         raise CorruptStore("index segment fails its checksum", file=where)
     # Writable, so the arrays of decode_segment view it in place (numba's kernels take
     # writable arrays).
-    return codec.decode_writable(flags, stored, aad=_aad(name), where=where, offset=0,
+    return codec.decode_writable(flags, stored, aad=_aad(name, version), where=where, offset=0,
                                  max_size=derived_limit(len(stored)))
 
 
@@ -194,12 +231,16 @@ def parse_segment(raw: memoryview, where: str) -> Segment:
             arrays[key] = np.frombuffer(raw, dtype=np.dtype(dtype), count=count,
                                         offset=base + off).reshape(shape)
         n = int(header["n_docs"])
-        ids = tuple(header["ids"])
+        # Version 1 listed both as header JSON; version 2 joins them (and lists a vocabulary
+        # it could not join): either way, what the header lists wins.
+        ids = tuple(header["ids"] if "ids" in header else _split_lines(arrays["ids_utf8"], n))
+        terms = header["vocab"] if "vocab" in header else _split_lines(
+            arrays["vocab_utf8"], arrays["term_offsets"].shape[0] - 1)
         if len(ids) != n or arrays["docnums"].shape != (n,):
             raise ValueError("document count mismatch")
         return Segment(
             ids=ids, docnums=arrays["docnums"],
-            vocab={term: i for i, term in enumerate(header["vocab"])},
+            vocab=dict(zip(terms, range(len(terms)), strict=True)),
             terms=Postings(offsets=arrays["term_offsets"], doc_ids=arrays["term_docs"],
                            values=arrays["term_tfs"]),
             doc_lens=arrays["doc_lens"], df=arrays["df"],
@@ -210,7 +251,7 @@ def parse_segment(raw: memoryview, where: str) -> Segment:
             embeddings=arrays.get("embeddings"), has_embedding=arrays["has_embedding"],
         )
     except (KeyError, ValueError, TypeError, struct.error, AttributeError, IndexError,
-            OverflowError, SyntaxError, RecursionError) as exc:
+            OverflowError, SyntaxError, RecursionError, UnicodeDecodeError) as exc:
         # numpy parses some dtype strings with ast (SyntaxError); a header of the wrong shape
         # fails with AttributeError or IndexError: all of them are a damaged payload.
         raise CorruptStore(f"index segment payload is malformed ({exc})", file=where) from exc
