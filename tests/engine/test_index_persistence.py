@@ -118,6 +118,53 @@ async def test_damaged_segment_is_rejected_and_rebuilt(disk_path, monkeypatch, n
     assert await full_rebuild_results(disk_path) == before
 
 
+def footer_versions(path: str) -> list[int]:
+    """The format version in the footer of each index file of the live generation."""
+    from hmsengine.index import persist
+
+    out = []
+    for file in sorted(f for f in os.listdir(index_dir(path)) if f.endswith(".hsi")):
+        data = open(os.path.join(index_dir(path), file), "rb").read()
+        out.append(persist.FOOTER.unpack(data[-persist.FOOTER_SIZE:])[1])
+    return out
+
+
+async def test_index_files_of_format_version_1_are_read(disk_path, monkeypatch, no_merges):
+    """A store whose index files an earlier build wrote (format version 1: ids and terms as
+    header JSON) reopens from them, tokenizing nothing, and answers as before; the files
+    written after are of version 2, beside the old ones, and the next reopen reads both."""
+    from segment_v1 import version_1_file
+
+    from hmsengine.index.persist import decode_segment
+    from hmsengine.storage.codec import Codec
+
+    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
+    async with Engine.open(disk_path) as engine:
+        docs = corpus(3000)
+        for start in range(0, 3000, 1000):
+            await engine.put_documents(docs[start:start + 1000])
+        await engine.delete_document("d7")
+        before = await results(engine)
+    for file in sorted(f for f in os.listdir(index_dir(disk_path)) if f.endswith(".hsi")):
+        target = os.path.join(index_dir(disk_path), file)
+        segment = decode_segment(open(target, "rb").read(), Codec(), file, target)
+        open(target, "wb").write(version_1_file(segment, Codec(), file))
+    assert set(footer_versions(disk_path)) == {1}
+    async with Engine.open(disk_path) as engine:
+        stats = engine.statistics()
+        assert stats.index_segments_rejected == 0 and stats.index_documents_tokenized == 0
+        assert stats.index_documents_loaded == stats.documents == 2999
+        assert await results(engine) == before
+        await engine.put_documents([{**d, "id": f"e{d['id']}"} for d in corpus(500, seed=9)])
+        after = await results(engine)
+    assert set(footer_versions(disk_path)) == {1, 2}
+    async with Engine.open(disk_path) as engine:
+        stats = engine.statistics()
+        assert stats.index_segments_rejected == 0 and stats.index_documents_tokenized == 0
+        assert await results(engine) == after
+    assert await full_rebuild_results(disk_path) == after
+
+
 async def test_stale_segments_only_contribute_current_versions(disk_path):
     """Segments written before later replaces and deletes (as after a crash) are corrected per
     document: replaced or deleted versions are dead, newer documents re-indexed."""

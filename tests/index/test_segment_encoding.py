@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 import threading
 import time
-import zlib
 
 import numpy as np
 import pytest
+from segment_v1 import sealed_file, version_1_file
 
 from hmsengine.index import persist
 from hmsengine.index.analyzer import get_analyzer
@@ -40,34 +39,7 @@ def _plain_encoding(segment, codec, name):  # type: ignore[no-untyped-def]
         offset += len(data) + pad
     header = json.dumps({"n_docs": segment.n_docs, "arrays": arrays}, ensure_ascii=False,
                         separators=(",", ":")).encode()
-    return _sealed(header, b"".join(blobs), codec, name, version=2)
-
-
-def _sealed(header: bytes, body: bytes, codec, name, *, version):  # type: ignore[no-untyped-def]
-    raw = struct.pack("<I", len(header)) + header + bytes((-len(header) - 4) % 8) + body
-    flags, stored = codec.encode(raw, aad=persist._aad(name, version), fast=True)  # zstd level 1
-    prefix = struct.pack("<4sHBBQII", persist.MAGIC, version, flags, 1, len(stored),
-                         zlib.crc32(stored) & 0xFFFFFFFF, 0)
-    crc = (zlib.crc32(prefix) ^ persist.FOOTER_CRC_XOR) & 0xFFFFFFFF
-    return stored + prefix + struct.pack("<I", crc)
-
-
-def _version_1_encoding(segment, codec, name):  # type: ignore[no-untyped-def]
-    """A file as the builds before version 2 wrote it: ids and vocabulary as header JSON."""
-    blobs, arrays, offset = [], {}, 0
-    for key, get in persist._ARRAYS:
-        array = get(segment)
-        if array is None:
-            continue
-        data = np.ascontiguousarray(array).tobytes()
-        arrays[key] = [array.dtype.str, list(array.shape), offset]
-        pad = (-len(data)) % 8
-        blobs.append(data + bytes(pad))
-        offset += len(data) + pad
-    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
-    header = json.dumps({"n_docs": segment.n_docs, "ids": list(segment.ids), "vocab": vocab,
-                         "arrays": arrays}, ensure_ascii=False, separators=(",", ":")).encode()
-    return _sealed(header, b"".join(blobs), codec, name, version=1)
+    return sealed_file(header, b"".join(blobs), codec, name, version=2)
 
 
 def _same_segment(back, segment) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +85,7 @@ def test_version_1_files_read_as_before(n: int) -> None:
     and associated data) decodes to the same segment, plain and encrypted."""
     segment = _segment(n, embeddings=n % 2 == 1)
     for codec in (Codec(), SealedCodec(bytes(range(32)))):
-        old = _version_1_encoding(segment, codec, "index/g/seg-5.hsi")
+        old = version_1_file(segment, codec, "index/g/seg-5.hsi")
         _same_segment(persist.decode_segment(old, codec, "index/g/seg-5.hsi", "seg-5"), segment)
 
 
@@ -150,7 +122,7 @@ def test_a_version_2_payload_of_the_wrong_length_is_corrupt() -> None:
             blobs.append(data + bytes((-len(data)) % 8))
             offset += len(blobs[-1])
         header = json.dumps({"n_docs": segment.n_docs, "arrays": arrays}).encode()
-        bad = _sealed(header, b"".join(blobs), Codec(), "s", version=2)
+        bad = sealed_file(header, b"".join(blobs), Codec(), "s", version=2)
         with pytest.raises(CorruptStore):
             persist.decode_segment(bad, Codec(), "s", "s")
 
