@@ -55,12 +55,16 @@ def section_lexical(res: Result) -> str:
     for r in runs:
         segs = lookup(r, "states", "ingest", "hms_segments") or []
         rows.append([fmt_num(r.get("documents"), ","),
-                     ", ".join(str(s.get("segments_before")) for s in segs) or "-",
+                     ", ".join(str(s.get("segments_before")) + (
+                         f" ({s['started_after_burst_s']:.1f} s)"
+                         if s.get("started_after_burst_s") is not None else "")
+                               for s in segs) or "-",
                      fmt_num(lookup(r, "states", "ingest", "tantivy_segments"), ","),
                      fmt_num(r.get("hms_settle_seconds"), ".1f"),
                      fmt_num(r.get("tantivy_merge_wait_seconds"), ".1f")])
     out.append("\nSegments queried in the ingest state (hmsengine per timed pass and mix, before "
-               "its tail; tantivy after commit), and the wait to settle:\n")
+               "its tail, and when the pass started after the burst; tantivy after commit), and "
+               "the wait to settle:\n")
     out.append(markdown_table(["documents", "hmsengine segments per pass", "tantivy segments",
                                "hms settle s", "tantivy merge wait s"], rows))
     rows = []
