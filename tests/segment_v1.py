@@ -23,19 +23,24 @@ def sealed_file(header: bytes, body: bytes, codec, name, *, version):  # type: i
     return stored + prefix + struct.pack("<I", crc)
 
 
-def version_1_file(segment, codec, name):  # type: ignore[no-untyped-def]
-    """``segment`` as a version 1 file named ``name``."""
+def packed_arrays(named):  # type: ignore[no-untyped-def]
+    """The header's ``arrays`` table and the body for ``(name, array or None)`` pairs, in order:
+    each array's bytes padded to 8 (None is left out)."""
     blobs, arrays, offset = [], {}, 0
-    for key, get in persist._ARRAYS:
-        array = get(segment)
+    for key, array in named:
         if array is None:
             continue
         data = np.ascontiguousarray(array).tobytes()
         arrays[key] = [array.dtype.str, list(array.shape), offset]
-        pad = (-len(data)) % 8
-        blobs.append(data + bytes(pad))
-        offset += len(data) + pad
+        blobs.append(data + bytes((-len(data)) % 8))
+        offset += len(blobs[-1])
+    return arrays, b"".join(blobs)
+
+
+def version_1_file(segment, codec, name):  # type: ignore[no-untyped-def]
+    """``segment`` as a version 1 file named ``name``."""
+    arrays, body = packed_arrays((key, get(segment)) for key, get in persist._ARRAYS)
     vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
     header = json.dumps({"n_docs": segment.n_docs, "ids": list(segment.ids), "vocab": vocab,
                          "arrays": arrays}, ensure_ascii=False, separators=(",", ":")).encode()
-    return sealed_file(header, b"".join(blobs), codec, name, version=1)
+    return sealed_file(header, body, codec, name, version=1)

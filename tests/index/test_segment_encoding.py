@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from segment_v1 import sealed_file, version_1_file
+from segment_v1 import packed_arrays, sealed_file, version_1_file
 
 from hmsengine.index import persist
 from hmsengine.index.analyzer import get_analyzer
@@ -24,22 +24,18 @@ def _plain_encoding(segment, codec, name):  # type: ignore[no-untyped-def]
     """The format as docs/PERSISTED-FORMAT.md and persist's docstring describe it (version 2),
     written out the plain way: each array's bytes padded to 8, the ids and the terms (by id)
     joined by newlines as two more such arrays, a JSON header, the codec, the footer."""
-    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
-    named = [(key, get(segment)) for key, get in persist._ARRAYS]
-    named += [("ids_utf8", np.frombuffer("\n".join(segment.ids).encode(), dtype=np.uint8)),
-              ("vocab_utf8", np.frombuffer("\n".join(vocab).encode(), dtype=np.uint8))]
-    blobs, arrays, offset = [], {}, 0
-    for key, array in named:
-        if array is None:
-            continue
-        data = np.ascontiguousarray(array).tobytes()
-        arrays[key] = [array.dtype.str, list(array.shape), offset]
-        pad = (-len(data)) % 8
-        blobs.append(data + bytes(pad))
-        offset += len(data) + pad
+    arrays, body = packed_arrays(_version_2_arrays(segment, segment.ids))
     header = json.dumps({"n_docs": segment.n_docs, "arrays": arrays}, ensure_ascii=False,
                         separators=(",", ":")).encode()
-    return sealed_file(header, b"".join(blobs), codec, name, version=2)
+    return sealed_file(header, body, codec, name, version=2)
+
+
+def _version_2_arrays(segment, ids):  # type: ignore[no-untyped-def]
+    """A version 2 file's arrays: the segment's, then ``ids`` and its terms (by id) joined."""
+    vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
+    return [*((key, get(segment)) for key, get in persist._ARRAYS),
+            ("ids_utf8", np.frombuffer("\n".join(ids).encode(), dtype=np.uint8)),
+            ("vocab_utf8", np.frombuffer("\n".join(vocab).encode(), dtype=np.uint8))]
 
 
 def _same_segment(back, segment) -> None:  # type: ignore[no-untyped-def]
@@ -109,20 +105,9 @@ def test_a_version_2_payload_of_the_wrong_length_is_corrupt() -> None:
 
     segment = _segment(20)
     for ids in (segment.ids[:-1], (*segment.ids, "extra")):
-        vocab = sorted(segment.vocab, key=segment.vocab.__getitem__)
-        named = [(key, get(segment)) for key, get in persist._ARRAYS]
-        named += [("ids_utf8", np.frombuffer("\n".join(ids).encode(), dtype=np.uint8)),
-                  ("vocab_utf8", np.frombuffer("\n".join(vocab).encode(), dtype=np.uint8))]
-        blobs, arrays, offset = [], {}, 0
-        for key, array in named:
-            if array is None:
-                continue
-            data = np.ascontiguousarray(array).tobytes()
-            arrays[key] = [array.dtype.str, list(array.shape), offset]
-            blobs.append(data + bytes((-len(data)) % 8))
-            offset += len(blobs[-1])
+        arrays, body = packed_arrays(_version_2_arrays(segment, ids))
         header = json.dumps({"n_docs": segment.n_docs, "arrays": arrays}).encode()
-        bad = sealed_file(header, b"".join(blobs), Codec(), "s", version=2)
+        bad = sealed_file(header, body, Codec(), "s", version=2)
         with pytest.raises(CorruptStore):
             persist.decode_segment(bad, Codec(), "s", "s")
 
