@@ -133,11 +133,6 @@ async def test_index_files_of_format_version_1_are_read(disk_path, monkeypatch, 
     """A store whose index files an earlier build wrote (format version 1: ids and terms as
     header JSON) reopens from them, tokenizing nothing, and answers as before; the files
     written after are of version 2, beside the old ones, and the next reopen reads both."""
-    from segment_v1 import version_1_file
-
-    from hmsengine.index.persist import decode_segment
-    from hmsengine.storage.codec import Codec
-
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
     async with Engine.open(disk_path) as engine:
         docs = corpus(3000)
@@ -145,11 +140,7 @@ async def test_index_files_of_format_version_1_are_read(disk_path, monkeypatch, 
             await engine.put_documents(docs[start:start + 1000])
         await engine.delete_document("d7")
         before = await results(engine)
-    for file in sorted(f for f in os.listdir(index_dir(disk_path)) if f.endswith(".hsi")):
-        target = os.path.join(index_dir(disk_path), file)
-        segment = decode_segment(open(target, "rb").read(), Codec(), file, target)
-        open(target, "wb").write(version_1_file(segment, Codec(), file))
-    assert set(footer_versions(disk_path)) == {1}
+    rewrite_as_version_1(disk_path)
     async with Engine.open(disk_path) as engine:
         stats = engine.statistics()
         assert stats.index_segments_rejected == 0 and stats.index_documents_tokenized == 0
@@ -163,6 +154,45 @@ async def test_index_files_of_format_version_1_are_read(disk_path, monkeypatch, 
         assert stats.index_segments_rejected == 0 and stats.index_documents_tokenized == 0
         assert await results(engine) == after
     assert await full_rebuild_results(disk_path) == after
+
+
+def rewrite_as_version_1(path: str) -> None:
+    """Rewrite every index file of the live generation as an earlier build wrote it."""
+    from segment_v1 import version_1_file
+
+    from hmsengine.index.persist import decode_segment
+    from hmsengine.storage.codec import Codec
+
+    for file in sorted(f for f in os.listdir(index_dir(path)) if f.endswith(".hsi")):
+        target = os.path.join(index_dir(path), file)
+        segment = decode_segment(open(target, "rb").read(), Codec(), file, target)
+        open(target, "wb").write(version_1_file(segment, Codec(), file))
+    assert set(footer_versions(path)) == {1}
+
+
+async def test_a_purge_after_reopening_version_1_files_erases_the_index_too(disk_path, no_merges):
+    """A store whose index files an earlier build wrote, reopened by this one, then a document
+    deleted with purge: its unique word, found in a version 1 index file before (the positive
+    control), is in no decoded file after, and a reopen loads the index the purge rewrote."""
+    from decoded import closed_views, containing, coverage
+
+    async with Engine.open(disk_path) as engine:
+        await engine.put_documents(corpus(1000))
+        await engine.put_document("victim", "w1 zqxupgradeword w2")
+    rewrite_as_version_1(disk_path)
+    views, report = closed_views(disk_path)
+    coverage(report)
+    found = containing(views, [b"zqxupgradeword"]).get(b"zqxupgradeword", [])
+    assert any("/index/seg-" in f for f in found), found
+    async with Engine.open(disk_path) as engine:
+        assert engine.statistics().index_documents_tokenized == 0
+        assert await engine.delete_document("victim", purge=True)
+    views, report = closed_views(disk_path)
+    coverage(report)
+    assert containing(views, [b"zqxupgradeword"]) == {}
+    async with Engine.open(disk_path) as engine:
+        assert await engine.search_documents("zqxupgradeword") == []
+        assert engine.statistics().index_documents_tokenized == 0
 
 
 async def test_stale_segments_only_contribute_current_versions(disk_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 import threading
 import time
 
@@ -94,6 +95,12 @@ def test_a_term_with_a_newline_is_listed_in_the_header() -> None:
     odd = attrs.evolve(segment, vocab={("two\nlines" if i == 3 else t): i
                                        for t, i in segment.vocab.items()})
     got = bytes(persist.encode_segment(odd, Codec(), "index/g/seg-6.hsi"))
+    payload = persist.decode_payload(got, Codec(), "index/g/seg-6.hsi", "seg-6")
+    (size,) = struct.unpack_from("<I", payload, 0)
+    header = json.loads(bytes(payload[4:4 + size]))
+    assert header["vocab"] == sorted(odd.vocab, key=odd.vocab.__getitem__)
+    assert "vocab_utf8" not in header["arrays"] and "ids_utf8" in header["arrays"]
+    assert "ids" not in header
     back = persist.decode_segment(got, Codec(), "index/g/seg-6.hsi", "seg-6")
     assert back.vocab == odd.vocab and back.ids == odd.ids
 
