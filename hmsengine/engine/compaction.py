@@ -44,7 +44,7 @@ from ..storage.segments import record_crc
 from .indexer import Indexer
 from .state import EMBEDDING, KEY, METADATA
 from .store import StoreCore
-from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction
+from .txn import Checkpoint, StoredPut, encode_checkpoint, encode_transaction, stored_put
 
 BASE_FRAME_DOCUMENTS = 2000
 TEXT_BUFFER_BYTES = 4 * 1024 * 1024
@@ -139,10 +139,9 @@ def write_base_generation(directory: Directory, name: str, codec: Codec,
                 buffer.append(record)
                 buffered += len(record)
                 locations[doc.id] = (offset, len(record), record_crc(record))
-                puts.append(StoredPut(id=doc.id, text=doc.text.decode("utf-8"),
-                                      metadata_json=doc.metadata_json, embedding=doc.embedding,
-                                      offset=offset, length=len(record), crc=record_crc(record),
-                                      key=doc.key))
+                puts.append(stored_put(doc.id, doc.text.decode("utf-8"), doc.metadata_json,
+                                       doc.embedding, offset, len(record), record_crc(record),
+                                       doc.key))
                 offset += len(record)
                 if buffered >= TEXT_BUFFER_BYTES:
                     flush_text()

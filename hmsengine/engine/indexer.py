@@ -29,14 +29,24 @@ from ..index.analyzer import Analyzer
 from ..index.mergepolicy import MergePolicy, consolidation_window
 from ..index.persist import PersistedIndex
 from ..index.segment import Segment, build_segment, merge_segments, ready_for_queries
-from ..index.snapshot import EMPTY, SegmentView, Snapshot, TailDoc, TailView
+from ..index.snapshot import (
+    EMPTY,
+    TAIL_DOCNUM,
+    TAIL_EMBEDDING,
+    TAIL_ID,
+    TAIL_TEXT,
+    SegmentView,
+    Snapshot,
+    TailDoc,
+    TailView,
+)
 from .actor import Warming
 from .docnums import DocnumMap, kept_ids
 from .indexfiles import IndexFiles
 from .metaindex import MetadataIndex
 from .state import EMBEDDING, KEY, METADATA, DocEntry, doc_key
 from .store import StoreCore
-from .txn import StoredOp, StoredPut
+from .txn import StoredOp
 from .values import TOMBSTONE_PREFIX
 
 # Fold the tail into a segment once it holds this many documents, or after this much quiet.
@@ -113,12 +123,12 @@ class Indexer:
     def build_tail(self, docs: Sequence[TailDoc]) -> Segment:
         """Tokenize tail documents into a segment carrying their own docnums (pure)."""
         segment = build_segment(
-            self.analyzer, ids=[d.id for d in docs], texts=[d.text for d in docs],
-            embeddings=[d.embedding for d in docs], first_docnum=0, dim=self.dim,
+            self.analyzer, ids=[d[TAIL_ID] for d in docs], texts=[d[TAIL_TEXT] for d in docs],
+            embeddings=[d[TAIL_EMBEDDING] for d in docs], first_docnum=0, dim=self.dim,
             embedding_dim=self._core.table.embedding_dim,
         )
         return ready_for_queries(
-            attrs.evolve(segment, docnums=np.asarray([d.docnum for d in docs], dtype=np.int64)),
+            attrs.evolve(segment, docnums=np.asarray([d[TAIL_DOCNUM] for d in docs], dtype=np.int64)),
             ids=True)
 
     def tail_segment(self, tail: TailView) -> Segment:
@@ -152,30 +162,33 @@ class Indexer:
         tail = snap.tail
         new_docs: list[TailDoc] = []
         died_in_tail: list[int] = []
-        first_tail = tail[0].docnum if len(tail) else None
+        first_tail = tail[0][TAIL_DOCNUM] if len(tail) else None
         # Every committed document passes here: names bound locally, the key and the tombstone
-        # test inlined (doc_key, is_tombstone_json), the tail's tuples made by tuple.__new__
-        # (a named tuple's own __new__ is a Python function: ~2x the cost).
-        docnums, new_tuple = self.docnum_of, tuple.__new__
+        # test inlined (doc_key, is_tombstone_json), a put (txn.StoredPut) unpacked at once.
+        docnums = self.docnum_of
         pop, meta_update = docnums.pop, self.metadata.update
         for sequence, ops in batch:
             base = doc_key(sequence, 0)
             for position, op in enumerate(ops):
-                old = pop(op.id, None)
+                if isinstance(op, tuple):  # a put (txn.StoredPut), else a StoredDelete
+                    op_id, text, meta, vector, _, _, _, _ = op
+                    put = meta is None or not meta.startswith(TOMBSTONE_PREFIX)
+                else:
+                    op_id, meta, put = op.id, None, False
+                old = pop(op_id, None)
                 docnum = -1
                 if old is not None:
                     if first_tail is not None and old >= first_tail:
                         died_in_tail.append(old)
                     else:
                         dead_folded.append(old)
-                if type(op) is StoredPut and (op.metadata_json is None
-                                              or not op.metadata_json.startswith(TOMBSTONE_PREFIX)):
+                if put:
                     docnum = key = base + position
-                    docnums[op.id] = key
-                    new_docs.append(new_tuple(TailDoc, (key, op.id, op.text, op.embedding)))
+                    docnums[op_id] = key
+                    new_docs.append((key, op_id, text, vector))
                     if first_tail is None:
                         first_tail = key
-                meta_update(op.id, op.metadata_json if type(op) is StoredPut else None, docnum)
+                meta_update(op_id, meta, docnum)
         segments = snap.with_deletions(dead_folded) if dead_folded else snap.segments
         grown = tail.extended(new_docs) if new_docs else tail
         # The dead-in-tail set is copied only when this batch adds to it (not on every commit).
@@ -522,13 +535,13 @@ class Indexer:
     async def _fold(self) -> None:
         tail = self.snapshot.tail
         dead = self.snapshot.tail_dead
-        live = [d for d in tail if d.docnum not in dead]
+        live = [d for d in tail if d[TAIL_DOCNUM] not in dead]
         start = self.snapshot
         segment, translated = await trio.to_thread.run_sync(
             termcarry.built_with_memo, self.build_tail, (live,), termcarry.carry_source(start),
             functools.partial(termcarry.fold_layout, snap=start)) if live else (None, None)
         snap = self.snapshot  # commits may have happened meanwhile: fold only what we built
-        folded = {d.docnum for d in tail}
+        folded = {d[TAIL_DOCNUM] for d in tail}
         died = [d for d in snap.tail_dead if d in folded and d not in dead]
         segments = snap.segments
         if segment is not None and segment.n_docs:

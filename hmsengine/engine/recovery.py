@@ -40,7 +40,7 @@ from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import record_crc
 from .state import CRC, KEY_STRIDE, LENGTH, OFFSET, REVISION, DocTable, doc_key, relocated
 from .store import Counters, StoreCore
-from .txn import StoredPut, decode_checkpoint, decode_transaction
+from .txn import PUT_TEXT, StoredPut, decode_checkpoint, decode_transaction
 from .values import TOMBSTONE_PREFIX
 
 
@@ -162,15 +162,16 @@ def _replay(core: StoreCore, frames: list[Frame], state: _Replay) -> None:
             table.embedding_dim = dim
         rev = frame.sequence
         for position, op in enumerate(ops):
-            if isinstance(op, StoredPut):
-                state.record_end = max(state.record_end, op.offset + op.length)
-                key = op.key if op.key is not None else doc_key(rev, position)
-                old = table.put(op.id, (op.offset, op.length, op.crc, op.metadata_json,
-                                        op.embedding, key // KEY_STRIDE, key))
-                if op.offset + op.length > state.text_synced:
-                    state.unsynced[op.id] = op
+            if isinstance(op, tuple):
+                op_id, _, meta, vector, offset, length, crc, key = op
+                state.record_end = max(state.record_end, offset + length)
+                if key is None:
+                    key = doc_key(rev, position)
+                old = table.put(op_id, (offset, length, crc, meta, vector, key // KEY_STRIDE, key))
+                if offset + length > state.text_synced:
+                    state.unsynced[op_id] = op
                 else:
-                    state.unsynced.pop(op.id, None)
+                    state.unsynced.pop(op_id, None)
             else:
                 old = table.delete(op.id)
                 state.unsynced.pop(op.id, None)
@@ -197,7 +198,7 @@ def _repair_text(core: StoreCore, state: _Replay) -> tuple[list[tuple[str, int, 
             # The damaged copy may still hold some of the text: zero it like a dead record.
             rewritten.append((entry[OFFSET], entry[LENGTH]))
             offset = text.handle.size()
-            record = text.encode_at(op.text.encode("utf-8"), offset)
+            record = text.encode_at(op[PUT_TEXT].encode("utf-8"), offset)
             text.handle.append(record)
             crc = record_crc(record)
             table.entries.replace(doc_id, relocated(entry, offset, len(record), crc))

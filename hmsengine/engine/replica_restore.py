@@ -67,7 +67,7 @@ from ..storage.keys import SealedCodec, open_encryption
 from ..storage.manifest import FORMAT_VERSION, StoreFormat
 from .compaction import BaseDocument, write_base_generation
 from .state import KEY_STRIDE, doc_key
-from .txn import DecodedTransaction, StoredPut, decode_transaction_full
+from .txn import DecodedTransaction, decode_transaction_full
 from .values import TOMBSTONE_PREFIX
 
 PREFETCH = 4
@@ -123,9 +123,10 @@ class _State:
             self.embedding_dim = decoded.dim
         docs = self.docs
         for position, op in enumerate(decoded.ops):
-            if isinstance(op, StoredPut):
-                key = op.key if base and op.key is not None else doc_key(sequence, position)
-                docs[op.id] = (op.text, op.metadata_json, op.embedding, key)
+            if isinstance(op, tuple):
+                op_id, text, meta, vector, _, _, _, kept = op
+                key = kept if base and kept is not None else doc_key(sequence, position)
+                docs[op_id] = (text, meta, vector, key)
             else:
                 docs.pop(op.id, None)
         self.revision = sequence

@@ -59,7 +59,7 @@ from ..storage.journal import (
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.segments import RECORD_HEADER, RECORD_HEADER_SIZE, TEXT_MAGIC, decode_record
 from .state import KEY_STRIDE
-from .txn import StoredPut, decode_checkpoint, decode_transaction
+from .txn import decode_checkpoint, decode_transaction
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 WINDOW = 8 << 20  # documents.text is read in windows of this size
@@ -397,9 +397,10 @@ class Scrub:
             return
         ops, _dim = decode_transaction(payload, where=name, offset=pos)
         for op in ops:
-            if isinstance(op, StoredPut):
-                revision = op.key // KEY_STRIDE if op.key is not None else sequence
-                refs[op.id] = (op.offset, op.length, op.crc, revision)
+            if isinstance(op, tuple):
+                op_id, _, _, _, offset, length, crc, key = op
+                revision = key // KEY_STRIDE if key is not None else sequence
+                refs[op_id] = (offset, length, crc, revision)
             else:
                 refs.pop(op.id, None)
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 
 from ..storage.tablesnap import PackedText
-from .txn import StoredPut
+from .txn import PUT_ID, PUT_METADATA, StoredPut
 from .values import TOMBSTONE_PREFIX, MetadataChunk, is_tombstone_json
 
 # A document version's key: its place in the commit order (revision, then position in the
@@ -344,16 +344,16 @@ class DocTable:
         in it, which holds nothing else), as :meth:`put` each: the replaced entries, in order."""
         base = revision * KEY_STRIDE
         olds = self.entries.replace_many(
-            [op.id for op in puts],
+            [op[PUT_ID] for op in puts],
             [(offset, length, crc, meta, vector, revision, base + position)
              for position, (_, _, meta, vector, offset, length, crc, _) in enumerate(puts)])
         tombstones = self.tombstones
         for op, old in zip(puts, olds, strict=True):
-            meta = op.metadata_json
+            meta = op[PUT_METADATA]
             if meta is not None and meta.startswith(TOMBSTONE_PREFIX):
-                tombstones.add(op.id)
+                tombstones.add(op[PUT_ID])
             elif old is not None and tombstones:
-                tombstones.discard(op.id)
+                tombstones.discard(op[PUT_ID])
         return olds
 
     def delete(self, doc_id: str) -> DocEntry | None:

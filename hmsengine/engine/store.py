@@ -40,7 +40,6 @@ from .txn import (
     Checkpoint,
     StoredDelete,
     StoredOp,
-    StoredPut,
     encode_checkpoint,
     encode_transaction,
 )
@@ -180,8 +179,6 @@ class StoreCore:
         raws = [op.text.encode("utf-8") for txn in batch for op in txn.ops if type(op) is PutOp]
         records, lengths, crcs = text.encode_many(raws, text_start)
         located = iter(zip(lengths, crcs, strict=True))
-        # StoredPut(...) goes through the named tuple's generated __new__: ~2x tuple.__new__.
-        new_tuple = tuple.__new__
         text_end = text_start
         frames: list[bytes] = []
         stored_batch: list[list[StoredOp]] = []
@@ -191,8 +188,9 @@ class StoreCore:
             for op in txn.ops:
                 if type(op) is PutOp:
                     length, crc = next(located)
-                    stored.append(new_tuple(StoredPut, (op.id, op.text, op.metadata_json,
-                                                        op.embedding, text_end, length, crc, None)))
+                    # A StoredPut (txn.py): a plain tuple, made in place.
+                    stored.append((op.id, op.text, op.metadata_json, op.embedding, text_end,
+                                   length, crc, None))
                     text_end += length
                 else:
                     stored.append(StoredDelete(id=op.id))

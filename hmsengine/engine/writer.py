@@ -41,7 +41,7 @@ from .compaction import CompactReport
 from .indexer import Indexer
 from .state import LENGTH, OFFSET, doc_key
 from .store import PlannedTxn, StoreCore
-from .txn import StoredOp, StoredPut
+from .txn import PUT_ID, PUT_LENGTH, PUT_METADATA, StoredOp, StoredPut
 from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult, put_result
 
 _log = logging.getLogger("hmsengine.writer")
@@ -86,7 +86,7 @@ class SyncRequest:
 
 class WriteRequest(NamedTuple):
     """One transaction: puts and deletes applied all or none. ``slot`` receives the results.
-    (A named tuple: one per write, on the path every put takes; see txn.StoredPut.)"""
+    (A named tuple: one per write, on the path every put takes.)"""
 
     ops: Sequence[PutOp | DeleteOp]
     slot: ReplySlot[list[PutResult | DeleteResult]]
@@ -349,8 +349,8 @@ class WriterActor:
             if self.on_durable is not None:
                 self.on_durable(False)
             listeners = list(self.listeners) if self.listeners else ()
-            changes = [Change(id=op.id, deleted=not isinstance(op, StoredPut),
-                              metadata_json=op.metadata_json if isinstance(op, StoredPut) else None)
+            changes = [Change(id=op[PUT_ID], deleted=False, metadata_json=op[PUT_METADATA])
+                       if isinstance(op, tuple) else Change(id=op.id, deleted=True, metadata_json=None)
                        for ops in stored for op in ops] if listeners else []
             for listener in listeners:
                 try:
@@ -436,25 +436,25 @@ class WriterActor:
         for txn, ops in zip(planned, stored, strict=True):
             if txn.fixes_embedding_dim is not None:
                 table.embedding_dim = txn.fixes_embedding_dim
-            if len(ops) >= BULK_APPLY_OPS and all(type(op) is StoredPut for op in ops):
+            if len(ops) >= BULK_APPLY_OPS and all(type(op) is tuple for op in ops):
                 # A bulk transaction of puts: installed in one pass (DocTable.put_many).
                 puts: list[StoredPut] = ops  # type: ignore[assignment]
                 olds = table.put_many(txn.sequence, puts)
                 dead.extend((old[OFFSET], old[LENGTH]) for old in olds if old is not None)
-                self._unsynced_bytes += sum(op.length for op in puts)
+                self._unsynced_bytes += sum(op[PUT_LENGTH] for op in puts)
                 if not self._core.purge_pending and any(
-                        op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX)
-                        for op in puts):
+                        op[PUT_METADATA] is not None
+                        and op[PUT_METADATA].startswith(TOMBSTONE_PREFIX) for op in puts):
                     self._core.purge_pending = True
                 table.revision = txn.sequence
                 continue
             for position, op in enumerate(ops):
-                if isinstance(op, StoredPut):
-                    old = table.put(op.id, (op.offset, op.length, op.crc, op.metadata_json,
-                                            op.embedding, txn.sequence,
+                if isinstance(op, tuple):
+                    op_id, _, meta, vector, offset, length, crc, _ = op
+                    old = table.put(op_id, (offset, length, crc, meta, vector, txn.sequence,
                                             doc_key(txn.sequence, position)))
-                    self._unsynced_bytes += op.length
-                    if op.metadata_json is not None and op.metadata_json.startswith(TOMBSTONE_PREFIX):
+                    self._unsynced_bytes += length
+                    if meta is not None and meta.startswith(TOMBSTONE_PREFIX):
                         self._core.purge_pending = True
                 else:
                     old = table.delete(op.id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 import attrs
 import numpy as np
@@ -63,16 +63,16 @@ class SegmentView:
         return cached
 
 
-class TailDoc(NamedTuple):
-    """A committed document not yet folded into a segment (the mutable tail's unit).
-
-    A tuple, not an attrs class: one is made per document put, on the write path, and attrs'
-    frozen ``__init__`` cost ~1.5 us each there (~3x a tuple's)."""
-
-    docnum: int
-    id: str
-    text: str
-    embedding: np.ndarray | None
+# A committed document not yet folded into a segment (the mutable tail's unit): a plain tuple
+# (docnum, id, text, embedding), read by position (``TAIL_*``). One is made per document put, on
+# the write path: a plain tuple is the cheapest to make (an attrs value cost ~3x), and the cyclic
+# garbage collector stops tracking it at its first young collection, where it tracked a named
+# tuple's instance for as long as the document stayed in the tail (engine/txn.py StoredPut).
+TailDoc = tuple[int, str, str, np.ndarray | None]
+TAIL_DOCNUM: Final = 0
+TAIL_ID: Final = 1
+TAIL_TEXT: Final = 2
+TAIL_EMBEDDING: Final = 3
 
 
 class TailView(Sequence[TailDoc]):
@@ -181,7 +181,7 @@ class Snapshot:
             tail, dead = self.tail, self.tail_dead
             built = None
             if len(tail) and self.tail_segment is not None:
-                dead_at = [i for i, d in enumerate(tail) if d.docnum in dead] if dead else []
+                dead_at = [i for i, d in enumerate(tail) if d[TAIL_DOCNUM] in dead] if dead else []
                 if len(dead_at) < len(tail):
                     built = SegmentView.fresh(self.tail_segment(tail))
                     built = built.without(dead_at) if dead_at else built

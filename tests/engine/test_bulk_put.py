@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hmsengine import Document, Engine, InvalidRequest
-from hmsengine.engine.txn import decode_transaction
+from hmsengine.engine.txn import PUT_CRC, PUT_ID, PUT_LENGTH, PUT_OFFSET, PUT_TEXT, decode_transaction
 from hmsengine.engine.values import (
     MAX_ID_BYTES,
     MAX_TEXT_BYTES,
@@ -147,14 +147,16 @@ async def test_bulk_put_journals_and_stores_every_document(disk_path):
         assert all(r.created and r.revision == 1 for r in results)
     frames = journal_frames(disk_path)
     ops, _dim = decode_transaction(frames[0].payload, where="j", offset=0)
-    assert [(op.id, op.text) for op in ops] == [(item["id"], item["text"]) for item in items]
-    assert [op.offset for op in ops] == [0, *np.cumsum([op.length for op in ops])[:-1].tolist()]
+    puts = [op for op in ops if isinstance(op, tuple)]  # txn.StoredPut
+    assert [(op[PUT_ID], op[PUT_TEXT]) for op in puts] == [(item["id"], item["text"]) for item in items]
+    lengths = [op[PUT_LENGTH] for op in puts]
+    assert [op[PUT_OFFSET] for op in puts] == [0, *np.cumsum(lengths)[:-1].tolist()]
     async with Engine.open(disk_path) as engine:
         docs = await engine.get_documents([item["id"] for item in items])
         assert [d.text for d in docs] == [item["text"] for item in items]
         assert json.loads(frames[0].payload)["ops"][0] == {
-            "o": "p", "id": "doc-0", "t": items[0]["text"], "off": 0, "len": ops[0].length,
-            "crc": ops[0].crc}
+            "o": "p", "id": "doc-0", "t": items[0]["text"], "off": 0, "len": puts[0][PUT_LENGTH],
+            "crc": puts[0][PUT_CRC]}
 
 
 @pytest.mark.parametrize("key", [None, bytes(range(7, 39))], ids=["plain", "encrypted"])

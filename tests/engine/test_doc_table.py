@@ -224,7 +224,7 @@ def test_snapshot_columns_are_in_commit_order() -> None:
 def test_put_many_is_put_one_by_one() -> None:
     """A transaction's puts installed together give the table, tombstones and replaced
     entries that putting them one at a time gives."""
-    from hmsengine.engine.txn import StoredPut
+    from hmsengine.engine.txn import stored_put
 
     def filled() -> DocTable:
         table = DocTable()
@@ -233,12 +233,12 @@ def test_put_many_is_put_one_by_one() -> None:
         table.put("t", (5, 5, 5, '{"_hms_tombstone":3}', None, 2, 2 << 14))
         return table
 
-    puts = [StoredPut("a", "", '{"_hms_tombstone":9}', None, 10, 20, 1),
-            StoredPut("t", "back", None, None, 30, 20, 2),
-            StoredPut("new", "n", '{"k":1}', None, 50, 20, 3)]
+    puts = [stored_put("a", "", '{"_hms_tombstone":9}', None, 10, 20, 1),
+            stored_put("t", "back", None, None, 30, 20, 2),
+            stored_put("new", "n", '{"k":1}', None, 50, 20, 3)]
     one, many = filled(), filled()
-    olds = [one.put(op.id, (op.offset, op.length, op.crc, op.metadata_json, None, 3,
-                                    (3 << 14) + i)) for i, op in enumerate(puts)]
+    olds = [one.put(op_id, (offset, length, crc, meta, None, 3, (3 << 14) + i))
+            for i, (op_id, _, meta, _, offset, length, crc, _) in enumerate(puts)]
     got = many.put_many(3, puts)
     assert [(o[OFFSET], o[KEY]) if o else None for o in got] == \
         [(o[OFFSET], o[KEY]) if o else None for o in olds]
@@ -257,10 +257,10 @@ def test_entries_are_untracked_by_the_garbage_collector() -> None:
     collections then do not traverse them (bench/results/lexical.notes.md)."""
     import gc
 
-    from hmsengine.engine.txn import StoredPut
+    from hmsengine.engine.txn import stored_put
 
     table = DocTable()
     table.put("a", (0, 10, 1, '{"k":1}', np.ones(3, dtype=np.float32), 1, 1 << 14))
-    table.put_many(2, [StoredPut(f"d{i}", "t", None, None, 10 * i, 10, i) for i in range(20)])
+    table.put_many(2, [stored_put(f"d{i}", "t", None, None, 10 * i, 10, i) for i in range(20)])
     gc.collect()
     assert not any(gc.is_tracked(table.get(doc_id)) for doc_id in table.entries)

@@ -37,11 +37,11 @@ def _postings(segment: Segment) -> dict[str, list[tuple[int, float]]]:
 
 def _assert_indexes(segment: Segment, docs: list[TailDoc], analyzer: Analyzer) -> None:
     """``segment`` indexes ``docs`` exactly as one build of them does."""
-    ref = build_segment(analyzer, ids=[d.id for d in docs], texts=[d.text for d in docs],
-                        embeddings=[d.embedding for d in docs], first_docnum=0, dim=64,
+    ref = build_segment(analyzer, ids=[d[1] for d in docs], texts=[d[2] for d in docs],
+                        embeddings=[d[3] for d in docs], first_docnum=0, dim=64,
                         embedding_dim=None)
-    ref_docnums = np.asarray([d.docnum for d in docs], dtype=np.int64)
-    assert segment.ids == tuple(d.id for d in docs)
+    ref_docnums = np.asarray([d[0] for d in docs], dtype=np.int64)
+    assert segment.ids == tuple(d[1] for d in docs)
     assert np.array_equal(segment.docnums, ref_docnums)
     assert np.array_equal(segment.doc_lens, ref.doc_lens)
     expected = {term: [(int(ref_docnums[n]), tf) for n, tf in plist]
@@ -64,8 +64,8 @@ def _terms_by_doc(segment: Segment) -> list[set[str]]:
 
 
 def _docs(rng: random.Random, n: int, first: int) -> list[TailDoc]:
-    return [TailDoc(first + i, f"d{first + i}",
-                    " ".join(rng.choices(WORDS, k=rng.randint(0, 9))), None) for i in range(n)]
+    return [(first + i, f"d{first + i}", " ".join(rng.choices(WORDS, k=rng.randint(0, 9))), None)
+            for i in range(n)]
 
 
 @settings(max_examples=30, deadline=None)

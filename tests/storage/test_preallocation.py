@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from hmsengine import CorruptStore, DurabilityError, Engine
-from hmsengine.engine.txn import StoredDelete, StoredPut, encode_transaction
+from hmsengine.engine.txn import StoredDelete, StoredOp, encode_transaction, stored_put
 from hmsengine.storage.directory import MemoryDirectory, MemoryFile
 from hmsengine.storage.journal import PREALLOCATE_MIN, JournalFile, iter_frame_offsets
 
@@ -55,11 +55,9 @@ def test_transaction_payload_is_the_documented_json():
     """The hand-assembled payload equals json.dumps of the documented body, byte for byte."""
     import numpy as np
 
-    ops = [StoredPut(id='a"\\é\n', text="t\u2028😀\x01", metadata_json='{"k":[1,2.5,null],"é":"x"}',
-                     embedding=np.array([1.0, 0.5], dtype=np.float32), offset=7, length=40, crc=9,
-                     key=123),
-           StoredPut(id="b", text="", metadata_json=None, embedding=None, offset=47, length=20,
-                     crc=0),
+    ops = [stored_put('a"\\é\n', "t\u2028😀\x01", '{"k":[1,2.5,null],"é":"x"}',
+                      np.array([1.0, 0.5], dtype=np.float32), 7, 40, 9, key=123),
+           stored_put("b", "", None, None, 47, 20, 0),
            StoredDelete(id="c")]
     body = {"ops": [{"o": "p", "id": 'a"\\é\n', "t": "t\u2028😀\x01", "m": {"k": [1, 2.5, None], "é": "x"},
                      "e": "AACAPwAAAD8=", "off": 7, "len": 40, "crc": 9, "k": 123},
@@ -74,12 +72,12 @@ def test_plain_puts_payload_is_the_documented_json(odd):
     """Puts without metadata are the documented JSON whether or not one text holds a
     character JSON escapes (the batch's texts are checked once, not one by one)."""
     texts = ["plain words", "naïve café 😀", "x" * 300, "clean" if odd is None else f"a{odd}b", ""]
-    ops = [StoredPut(id=f'id"{i}\\', text=text, metadata_json=None, embedding=None,
-                     offset=10 * i, length=20 + i, crc=2**32 - 1 - i) for i, text in enumerate(texts)]
+    ops: list[StoredOp] = [stored_put(f'id"{i}\\', text, None, None, 10 * i, 20 + i, 2**32 - 1 - i)
+                           for i, text in enumerate(texts)]
     ops.insert(2, StoredDelete(id="gone"))
     body = {"ops": [{"o": "d", "id": op.id} if isinstance(op, StoredDelete) else
-                    {"o": "p", "id": op.id, "t": op.text, "off": op.offset, "len": op.length,
-                     "crc": op.crc} for op in ops], "ts": 17}
+                    {"o": "p", "id": op[0], "t": op[1], "off": op[4], "len": op[5], "crc": op[6]}
+                    for op in ops], "ts": 17}
     expected = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     assert encode_transaction(ops, embedding_dim=None, commit_ms=17) == expected
 
