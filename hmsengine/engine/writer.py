@@ -92,7 +92,19 @@ class WriteRequest(NamedTuple):
     slot: ReplySlot[list[PutResult | DeleteResult]]
 
 
-_Accepted = tuple[WriteRequest, list[PutResult | DeleteResult]]
+# A planned answer: a put's (id, created), made a PutResult when the transaction is answered
+# (``_answers``), or a delete's DeleteResult. A plain tuple while the batch is written: the cyclic
+# garbage collector stops tracking it at its first young collection, where a PutResult made here
+# outlived the young collections during the commit and fed the full ones (one per document of a
+# bulk put); made at the answer, it dies young when its caller drops it.
+_Planned = tuple[str, bool] | DeleteResult
+# An accepted request, its planned answers and the revision its transaction creates.
+_Accepted = tuple[WriteRequest, list[_Planned], int]
+
+
+def _answers(planned: list[_Planned], revision: int) -> list[PutResult | DeleteResult]:
+    """The results of a transaction (``_Planned``), its puts' at ``revision``."""
+    return [put_result(a[0], a[1], revision) if isinstance(a, tuple) else a for a in planned]
 
 
 class WriterActor:
@@ -110,7 +122,7 @@ class WriterActor:
         # ships up to there (engine/replica.py). Must be quick and must not raise.
         self.on_durable: Callable[[bool], None] | None = None
         self._unsynced_bytes = 0
-        self._noops: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
+        self._noops: list[tuple[WriteRequest, list[_Planned]]] = []
         self._sync_s = 0.0  # moving average of journal sync durations (see INLINE_SYNC_MAX_S)
         # True while a batch, a compaction or a sync is being handled, by this actor's task or by
         # a caller committing alone: whoever set it owns the journal and the text segment.
@@ -254,7 +266,7 @@ class WriterActor:
         dim = table.embedding_dim
         sequence = table.revision
         planned: list[PlannedTxn] = []
-        accepted: list[tuple[WriteRequest, list[PutResult | DeleteResult]]] = []
+        accepted: list[_Accepted] = []
         noops = self._noops = []
         # The batch's size, for the inline-or-thread decision (_commit_inline), counted here
         # rather than in a second pass over every operation.
@@ -262,7 +274,7 @@ class WriterActor:
         for request in batch:
             local: dict[str, bool] = {}
             ops: list[PutOp | DeleteOp] = []
-            results: list[PutResult | DeleteResult] = []
+            results: list[_Planned] = []
             fixes: int | None = None
             chars = 0
             # The revision this transaction creates if it writes anything (a no-op's results
@@ -285,7 +297,7 @@ class WriterActor:
                                     f"embedding: {len(op.embedding)} dimensions, but this store's "
                                     f"embeddings have {expected}"
                                 )
-                        results.append(put_result(op.id, not present, revision))
+                        results.append((op.id, not present))
                         local[op.id] = True
                         ops.append(op)
                         chars += len(op.text)
@@ -311,7 +323,7 @@ class WriterActor:
             if fixes is not None:
                 dim = fixes
             planned.append(PlannedTxn(sequence=sequence, ops=ops, fixes_embedding_dim=fixes))
-            accepted.append((request, results))
+            accepted.append((request, results, revision))
             size_ops += len(ops)
             size_chars += chars
         return planned, accepted, size_ops, size_chars
@@ -340,7 +352,7 @@ class WriterActor:
             except BaseException as exc:
                 error: HmsError = (exc if isinstance(exc, HmsError)
                                    else DurabilityError(f"commit failed: {exc!r}"))
-                for request, _ in [*accepted, *self._noops]:
+                for request in [*(a[0] for a in accepted), *(n[0] for n in self._noops)]:
                     request.slot.set_error(error)
                 return
             applied = self._apply(planned, stored)
@@ -366,8 +378,8 @@ class WriterActor:
                     # The batch is durable, so its callers still succeed; recovery re-zeroes
                     # these records at the next open. Further writes are refused until then.
                     core.broken = exc
-            for request, results in accepted:  # planned with their transaction's revision
-                request.slot.set_value(results)
+            for request, results, revision in accepted:
+                request.slot.set_value(_answers(results, revision))
             if self._noops:
                 self._answer_noops(core.table.revision)
             if self._unsynced_bytes >= CHECKPOINT_EVERY_BYTES:
@@ -425,8 +437,9 @@ class WriterActor:
         request.slot.set_value(None)
 
     def _answer_noops(self, revision: int) -> None:
-        for request, results in self._noops:
-            request.slot.set_value([attrs.evolve(r, revision=revision) for r in results])
+        for request, results in self._noops:  # deletes of absent documents only
+            request.slot.set_value([attrs.evolve(r, revision=revision)
+                                    for r in _answers(results, revision)])
         self._noops = []
 
     def _apply(self, planned: list[PlannedTxn], stored: list[list[StoredOp]]) -> list[tuple[int, int]]:

@@ -159,6 +159,35 @@ async def test_bulk_put_journals_and_stores_every_document(disk_path):
             "crc": puts[0][PUT_CRC]}
 
 
+async def test_a_puts_per_document_values_are_untracked_by_the_garbage_collector(disk_path):
+    """What a committed put leaves per document until it is folded (its tail entry) and what the
+    store hands the writer and the index (its journaled form) are plain tuples, which the cyclic
+    garbage collector stops tracking: as named tuples, two tracked objects per document of a bulk
+    put fed the full collections that read the whole heap (bench/results/lexical.notes.md)."""
+    import gc
+
+    items = [*_plain(40), {"id": "vec", "text": "with a vector", "embedding": [1.0, 0.0]},
+             {"id": "meta", "text": "with metadata", "metadata": {"k": [1, 2]}}]
+    async with Engine.open(disk_path) as engine:
+        indexer = engine._indexer
+        install = indexer.install
+        seen: list[tuple[list[object], list[object]]] = []
+
+        def recording(revision, batch):  # the real install, then what it was given and made
+            install(revision, batch)
+            seen.append(([op for _, ops in batch for op in ops], list(indexer.snapshot.tail)))
+
+        indexer.install = recording
+        await engine.put_documents(items)
+        await engine.put_document("vec", "replaced", embedding=[0.0, 1.0])
+        stored = [op for ops, _ in seen for op in ops]
+        tail = seen[-1][1]
+        assert len(stored) == len(items) + 1 and len(tail) == len(items) + 1
+        assert all(type(x) is tuple for x in [*stored, *tail])
+        gc.collect()
+        assert not [x for x in [*stored, *tail] if gc.is_tracked(x)]
+
+
 @pytest.mark.parametrize("key", [None, bytes(range(7, 39))], ids=["plain", "encrypted"])
 async def test_purge_of_a_bulk_put_document_leaves_no_trace(disk_path, key):
     """Documents written by bulk batches (one without and one with a text JSON escapes) stay
