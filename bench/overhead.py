@@ -12,8 +12,9 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
   terms) and the kernel itself, the ``Scored`` tuples, ids from document numbers, the tombstone
   check and the ``Hit`` values. The staged path is checked to return ``search_documents``'s exact
   ids and scores. Those are the general path's stages; the plain queries of these mixes take
-  the plain-BM25 lane (``index/lane.py``), timed in parts too: ``lane.plain_top`` alone, its
-  kernel calls alone and numba's dispatch of them alone, and by difference its set-up and ids,
+  the plain-BM25 lane (``index/lane.py``), timed in parts too, each beside ``search_documents``
+  on the same query (so that both read its postings in the same cache state): ``lane.plain_top``,
+  its kernel call and numba's dispatch of it, and by per-query difference its set-up and ids,
   and what ``search_documents`` adds around it (an engine without the lane skips these). Also:
   the share of queries sent to a worker thread (estimated work above ``INLINE_WORK``), the cost
   of one trio checkpoint and one ``trio.to_thread`` round trip, and a cProfile of the real call
@@ -215,10 +216,13 @@ def _staged(engine: Engine, snap: Any, text: str, opts: dict[str, Any],
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7], hits
 
 
-def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def _lane_kernel_args(snap: Any, terms: list[str],
+                      buffers: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """``lane.plain_top``'s kernel arguments for analyzed ``terms`` (one call over every view,
     through the snapshot's lane table), and the same with no terms (for numba's dispatch cost
-    alone)."""
+    alone). ``buffers``: the top-k arrays and scratch every query shares (``_lane_buffers``), as
+    the lane's own calls share theirs: scratch of its own per query would be cold memory (at
+    200k documents, 2.6 MB a query never touched before)."""
     memo = snap.memo("terms")
     pairs = sorted(Counter(terms).items())
     infos = lane.term_infos(snap, memo, [t for t, _ in pairs])
@@ -228,10 +232,15 @@ def _lane_kernel_args(snap: Any, terms: list[str]) -> tuple[tuple[Any, ...], tup
     matrix = np.array(rows, dtype=np.int32).reshape(len(rows), len(snap.views))
     terms = lane_kernel.term_records(weights, matrix)
     none = lane_kernel.term_records(_NO_WEIGHTS, np.empty((0, len(snap.views)), dtype=np.int32))
+    table = buffers[0]
+    return (table, terms, *buffers[1:]), (table, none, *buffers[1:])
+
+
+def _lane_buffers(snap: Any) -> tuple[Any, ...]:
+    """The lane table of ``snap`` with one set of top-k arrays and scratch for every query."""
     top = (np.empty(K, dtype=np.float64), np.empty(K, dtype=np.int64), np.empty(K, dtype=np.int64))
     table, most, _ = lane.lane_plan(snap)
-    scratch = lane.scratch(most)
-    return (table, terms, *top, *scratch), (table, none, *top, *scratch)
+    return (table, *top, *lane.scratch(most))
 
 
 def _lane_kernel(args: tuple[Any, ...]) -> int:
@@ -242,28 +251,65 @@ def _lane_kernel(args: tuple[Any, ...]) -> int:
 LANE_PARTS = ("lane.plain_top alone (analyzed terms given)",
               "lane kernel call alone (bm25_lane_topk over every view, arguments made beforehand)",
               "lane numba dispatch alone (the same calls with no terms)")
+LANE_SET_UP = ("lane set-up and ids (plain_top - kernel calls: canonical terms, memo, weights, "
+               "work check, term matrix, buffers, ids from the segments)")
+LANE_AROUND = ("around the lane (search_documents - plain_top - analysis: the async call, checks, "
+               "validation, tombstone check, Hit values)")
+LANE_TOTAL = "await search_documents, timed beside the lane's parts"
+LANE_NOT_KERNEL = "search_documents - the lane's kernel call, per query"
+_LANE_STEPS = ("search", "analysis", "top", "kernel", "dispatch")
 
 
-def lane_breakdown(engine: Engine, snap: Any, queries: list[str], passes: int,
-                   total_us: float, analysis_us: float) -> dict[str, Any]:
-    """The plain lane (``search_documents``'s path for these queries) in parts, each timed alone
-    over every query (median per query over ``passes``), and what they leave to the rest."""
+async def lane_breakdown(engine: Engine, snap: Any, queries: list[str],
+                         passes: int) -> dict[str, Any]:
+    """The plain lane (``search_documents``'s path for these queries) in parts: for each query,
+    one untimed ``search_documents`` (its postings then in cache), then ``search_documents``,
+    its analysis, ``lane.plain_top``, the lane's kernel call and numba's dispatch of it, timed
+    back to back in an order rotated query by query, so that every part finds the query's data
+    in the same (warm) state; the set-up and what surrounds the lane are the per-query
+    differences, medians over queries and ``passes``.
+
+    Timed in separate loops instead (each part over every query in turn), the differences
+    mixed cache states: at 200k documents "around the lane" read 17.6 us where the paired,
+    warm difference is a third of it (overhead.notes.md)."""
     analyzer = engine._indexer.analyzer
     analyzed = [analyzer.query_terms(q) for q in queries]
     work = readers.INLINE_WORK
-    kargs = [_lane_kernel_args(snap, t) for t in analyzed]
-    samples: dict[str, list[float]] = {name: [] for name in LANE_PARTS}
-    for _ in range(passes):
-        samples[LANE_PARTS[0]] += _stage_loop(lambda t: lane.plain_top(snap, t, K, work), analyzed)
-        samples[LANE_PARTS[1]] += _stage_loop(lambda a: _lane_kernel(a[0]), kargs)
-        samples[LANE_PARTS[2]] += _stage_loop(lambda a: _lane_kernel(a[1]), kargs)
-    med = {name: float(np.median(v)) for name, v in samples.items()}
-    top, kernel = med[LANE_PARTS[0]], med[LANE_PARTS[1]]
-    med["lane set-up and ids (plain_top - kernel calls: canonical terms, memo, weights, work "
-        "check, term matrix, buffers, ids from the segments)"] = top - kernel
-    med["around the lane (search_documents - plain_top - analysis: the async call, checks, "
-        "validation, tombstone check, Hit values)"] = total_us - top - analysis_us
-    return med
+    buffers = _lane_buffers(snap)
+    kargs = [_lane_kernel_args(snap, t, buffers) for t in analyzed]
+    clock = time.perf_counter_ns
+    samples: dict[str, list[float]] = {name: [] for name in
+                                       (LANE_TOTAL, *LANE_PARTS, LANE_SET_UP, LANE_AROUND,
+                                        LANE_NOT_KERNEL)}
+    search = engine.search_documents
+    for p in range(passes):
+        for i, text in enumerate(queries):
+            terms, (with_terms, no_terms) = analyzed[i], kargs[i]
+            ns: dict[str, int] = {}
+            await search(text, k=K)  # untimed: every part below reads warm postings
+            turn = (i + p) % len(_LANE_STEPS)
+            for step in _LANE_STEPS[turn:] + _LANE_STEPS[:turn]:
+                t = clock()
+                if step == "search":
+                    await search(text, k=K)
+                elif step == "analysis":
+                    analyzer.query_terms(text)
+                elif step == "top":
+                    lane.plain_top(snap, terms, K, work)
+                elif step == "kernel":
+                    _lane_kernel(with_terms)
+                else:
+                    _lane_kernel(no_terms)
+                ns[step] = clock() - t
+            us = {k: v / 1000 for k, v in ns.items()}
+            samples[LANE_TOTAL].append(us["search"])
+            samples[LANE_PARTS[0]].append(us["top"])
+            samples[LANE_PARTS[1]].append(us["kernel"])
+            samples[LANE_PARTS[2]].append(us["dispatch"])
+            samples[LANE_SET_UP].append(us["top"] - us["kernel"])
+            samples[LANE_AROUND].append(us["search"] - us["top"] - us["analysis"])
+            samples[LANE_NOT_KERNEL].append(us["search"] - us["kernel"])
+    return {name: float(np.median(v)) for name, v in samples.items()}
 
 
 async def breakdown(engine: Engine, corpus: Corpus, passes: int) -> dict[str, Any]:
@@ -323,12 +369,12 @@ async def breakdown(engine: Engine, corpus: Corpus, passes: int) -> dict[str, An
                     "same_as_search_documents": same, "lean_same_as_search_documents": lean_same,
                     "queries": len(queries), "queries_sent_to_a_thread": threaded}
         if lane is not None:
-            out[mix]["lane_us"] = lane_breakdown(
-                engine, snap, queries, passes, tot["await search_documents"],
-                alone["query analysis alone (analyzer.query_terms)"])
-            out[mix]["not_kernel_us"] = tot["await search_documents"] - \
-                out[mix]["lane_us"][LANE_PARTS[1]]
-            out[mix]["not_kernel_share"] = out[mix]["not_kernel_us"] / tot["await search_documents"]
+            out[mix]["lane_us"] = await lane_breakdown(engine, snap, queries, passes)
+            # Paired per query (lane_breakdown): the kernel call and search_documents in the
+            # same cache state.
+            lane_us = out[mix]["lane_us"]
+            out[mix]["not_kernel_us"] = lane_us[LANE_NOT_KERNEL]
+            out[mix]["not_kernel_share"] = lane_us[LANE_NOT_KERNEL] / lane_us[LANE_TOTAL]
     out["trio_checkpoint_us"] = await _checkpoint_cost()
     out["to_thread_round_trip_us"] = await _thread_cost()
     out["cprofile"] = await _profile(engine, corpus.queries["mid"])

@@ -136,8 +136,11 @@ def section_overhead(res: Result) -> str:
                    "`perf_counter_ns` stamp between them (`- ` rows, the staged path; its "
                    "ids and scores checked equal), order alternating; indented rows were timed "
                    "alone" + ("; plain queries take the plain-BM25 lane (`index/lane.py`), "
-                              "not the staged general path: the `lane` rows are its parts "
-                              "(the last two by difference)" if laned else "") +
+                              "not the staged general path: the `lane` rows are its parts, "
+                              "each timed beside `search_documents` on the same query with its "
+                              "postings warm (set-up, around the lane and the last row by "
+                              "per-query difference; `not the kernel` is that last row)"
+                              if laned else "") +
                    ". One trio checkpoint costs "
                    f"{fmt_num(b.get('trio_checkpoint_us'), '.1f')} us and a `trio.to_thread` "
                    f"round trip {fmt_num(b.get('to_thread_round_trip_us'), ',.0f')} us here:\n")
