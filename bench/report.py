@@ -5,6 +5,8 @@ under bench/results/plots/ (``<results>/plots``; matplotlib, Agg backend): query
 (scale.json), ingest rate against concurrency (ingest.json), memory per fact (memory_overhead.json
 and scale.json), quality per method (quality.json, else the LoCoMo part of search.json). A
 missing or unreadable results file is reported in its section; the report is still written.
+Before the sections, every benchmark's aims in one table and ``<results>/aims.notes.md`` (what
+bounds the missed ones), when it exists.
 
 Run: ``python bench/report.py`` (what ``make bench`` runs last; a second or two).
 
@@ -36,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     plots.destination["plots"] = args.results.resolve() / "plots"
     plots.destination["report_dir"] = args.output.resolve().parent
-    text = render(load_results(args.results), ORDER)
+    notes = args.results / "aims.notes.md"
+    text = render(load_results(args.results), ORDER,
+                  notes.read_text(encoding="utf-8") if notes.exists() else None)
     args.output.write_text(text, encoding="utf-8")
     print(f"Wrote {args.output} and plots under {plots.destination['plots']}.")
     return 0

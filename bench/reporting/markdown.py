@@ -69,8 +69,9 @@ def _verdict(met: Any) -> str:
     return "not measured" if met is None else ("met" if met else "**missed**")
 
 
-def aims_table(res: Result) -> str:
-    """The benchmark's own pass/fail lines (``aims`` or ``targets``), as a table."""
+def aim_rows(res: Result) -> list[list[str]]:
+    """The benchmark's own pass/fail lines (``aims`` or ``targets``): ``[aim, measured,
+    threshold, verdict]`` each, as ``aims_table`` shows them."""
     items = res.get("aims") or res.get("targets") or []
     if isinstance(items, dict):
         items = [{"aim": k, **(v if isinstance(v, dict) else {"value": v})}
@@ -89,6 +90,12 @@ def aims_table(res: Result) -> str:
         unit = a.get("unit", "x" if "ratio" in a or "ratio_mean" in a else "")
         rows.append([name, fmt_num(value, ".3f", f" {unit}".rstrip()),
                      fmt_num(limit, ".3g", f" {unit}".rstrip()), _verdict(a.get("met"))])
+    return rows
+
+
+def aims_table(res: Result) -> str:
+    """The benchmark's own pass/fail lines (``aims`` or ``targets``), as a table."""
+    rows = aim_rows(res)
     if not rows:
         return ""
     return "Aims checked by the script:\n\n" + markdown_table(

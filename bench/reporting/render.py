@@ -1,6 +1,9 @@
 """The whole report: the preamble (method, machines, one provenance row per benchmark), the
 contents, then one section per benchmark in ``ORDER`` and any other results file after them.
 
+After the provenance table, every benchmark's aims in one table (``aims_overview``) and, when
+given, the notes on what bounds the missed ones (bench/results/aims.notes.md).
+
 Contract: ``render(results, expected)`` returns the markdown of bench/REPORT.md and never raises
 for bad data: a benchmark in ``expected`` without results gets a "No results" line saying how to
 produce them, and a section whose renderer raises shows the error and the benchmark's aims. It
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 
 from _common import METHOD_NOTE, now_iso
 
-from .markdown import aims_table, divide_or_none, fmt_num, markdown_table
+from .markdown import aim_rows, aims_table, divide_or_none, fmt_num, markdown_table
 from .plots import draw_memory, save_plot
 from .results import Result, lookup, machine_line, memory_per_fact_series, wall_seconds
 from .sections import SECTIONS, section_generic, section_memory_overhead, section_quality
@@ -37,8 +40,10 @@ TITLES = {"lexical": "Lexical query speed next to tantivy, PISA and bm25s",
           "general_path": "Filtered and large-k searches, alone and beside a busy thread"}
 
 
-def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
-    """bench/REPORT.md's text from ``load_results``'s mapping; ``expected`` names come first."""
+def render(results: dict[str, Result | str], expected: Sequence[str],
+           aims_notes: str | None = None) -> str:
+    """bench/REPORT.md's text from ``load_results``'s mapping; ``expected`` names come first;
+    ``aims_notes``: markdown on the missed aims, shown under the aims overview."""
     good = {k: v for k, v in results.items() if isinstance(v, dict)}
     names = [*expected, *(k for k in results if k not in expected)]
     lines = ["# hmsengine benchmark report", "",
@@ -72,7 +77,9 @@ def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
     lines.append(f"Sum of the benchmarks' wall times: {total / 60:.1f} minutes (`make bench` runs "
                  "them one after the other; its budget on the 2-core VM is 90 minutes). A commit "
                  "or date that differs between rows means the results come from separate runs.\n")
+    lines.append(aims_overview(good, names, aims_notes))
     lines.append("## Contents\n")
+    lines.append("- [Aims at a glance](#aims)")
     lines.extend(f"- [{TITLES.get(n, n)}](#{section_anchor(n)})" for n in names)
     lines.append("")
     for name in names:
@@ -117,6 +124,32 @@ def render(results: dict[str, Result | str], expected: Sequence[str]) -> str:
             lines.append(save_plot("memory_per_fact", lambda f, s=series: draw_memory(f, s),
                                    good["scale"], "Memory per fact (RSS over an empty store)"))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def aims_overview(results: dict[str, Result], names: Sequence[str],
+                  notes: str | None) -> str:
+    """Every benchmark's aims (its own pass/fail lines) in one table, missed ones first within
+    each benchmark's rows kept in the report's order, then ``notes`` (what bounds them)."""
+    rows = []
+    for name in names:
+        res = results.get(name)
+        if res is None:
+            continue
+        for aim, measured, threshold, verdict in aim_rows(res):
+            link = f"[{name}](#{section_anchor(name)})"
+            rows.append([link, aim, measured, threshold, verdict, str(res.get("date", "?"))[:10]])
+    missed = sum(1 for r in rows if r[4] == "**missed**")
+    met = sum(1 for r in rows if r[4] == "met")
+    out = ['<a id="aims"></a>\n\n## Aims at a glance\n',
+           f"Every aim the benchmarks check, as their last runs measured it: {met} met, {missed} "
+           "missed, the rest not measured. Ratios come from one run each; the sections below "
+           "give the runs' spread.\n"]
+    out.append(markdown_table(["benchmark", "aim", "measured", "threshold", "verdict", "run"],
+                              rows) if rows else "_No benchmark records aims._\n")
+    if notes:
+        out.append("\n**What bounds the missed aims** (`bench/results/aims.notes.md`).\n\n"
+                   + notes.strip() + "\n")
+    return "\n".join(out) + "\n"
 
 
 def section_anchor(name: str) -> str:
