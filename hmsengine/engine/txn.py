@@ -58,7 +58,7 @@ _string = json.encoder.encode_basestring
 # batch outlives the young collections, so each tracked object per document fed the full
 # collections that read the whole heap (at 200k documents put in batches of 10,000: with this
 # and TailDoc as plain tuples, full collections 12 instead of 14 and ~20% less time in them;
-# the build ~10% faster, lexical.notes.md).
+# the build ~18% faster in three alternated runs, bench/results/lexical.notes.md).
 StoredPut = tuple[str, str, str | None, np.ndarray | None, int, int, int, int | None]
 # The positions (Final, so that a type checker reads the field's own type at each).
 PUT_ID: Final = 0

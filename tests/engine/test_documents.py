@@ -109,6 +109,47 @@ async def test_the_writer_keeps_nothing_of_a_finished_batch(store_path):
         assert (await engine.get_document("d1-7")).text == "text 7 " * 50
 
 
+async def test_a_batch_answers_each_transaction_with_its_own_results(store_path):
+    """Transactions the writer commits together get their own answers, made after the commit
+    (writer._answers): each put's created flag and its transaction's revision, a delete whether
+    the document existed, and a delete made a no-op by an earlier one in the batch False."""
+    async with Engine.open(store_path) as engine:
+        await engine.put_document("old", "there before")
+        await engine.put_document("victim", "to be deleted")
+        out: dict[str, object] = {}
+        deletes: list[bool] = []
+
+        async def put(name: str, doc_id: str) -> None:
+            out[name] = await engine.put_document(doc_id, f"text of {doc_id}")
+
+        async def bulk() -> None:  # large enough to commit in a worker thread: others queue
+            out["bulk"] = await engine.put_documents(
+                [{"id": f"b{i}", "text": f"text {i} " * 60} for i in range(200)])
+
+        async def delete() -> None:
+            deletes.append(await engine.delete_document("victim"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bulk)
+            nursery.start_soon(put, "replace", "old")
+            nursery.start_soon(put, "new", "new")
+            nursery.start_soon(delete)
+            nursery.start_soon(delete)
+        stats = engine.statistics()
+        bulk_results = out["bulk"]
+        assert isinstance(bulk_results, list) and len({r.revision for r in bulk_results}) == 1
+        assert all(r.created for r in bulk_results)
+        replace, fresh = out["replace"], out["new"]
+        assert replace.created is False and fresh.created is True
+        revisions = [bulk_results[0].revision, replace.revision, fresh.revision]
+        assert len(set(revisions)) == 3 and max(revisions) <= engine.revision == 6
+        assert sorted(deletes) == [False, True]
+        # Some of those five calls met in one batch (fewer commits than writing transactions).
+        assert stats.transactions == 6 and stats.commits < 6
+        assert (await engine.get_document("old")).text == "text of old"
+        assert not await engine.has_document("victim")
+
+
 async def test_put_documents_all_or_none(store_path):
     """One bad item rejects the whole batch: nothing is written."""
     async with Engine.open(store_path) as engine:
