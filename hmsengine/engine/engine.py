@@ -44,6 +44,7 @@ from .values import (
     EngineStatistics,
     Hit,
     MetadataChunk,
+    PlainPuts,
     PutOp,
     PutResult,
     check_id,
@@ -52,6 +53,7 @@ from .values import (
     make_puts,
     make_tombstone,
     parse_metadata,
+    put_batch,
     tombstone_time,
 )
 from .writer import CompactRequest, SyncRequest, WriterActor, WriteRequest
@@ -130,7 +132,7 @@ class DocumentEngine:
 
     # -- writes ----------------------------------------------------------------------------
 
-    async def _submit(self, ops: list[PutOp | DeleteOp]) -> list[Any]:
+    async def _submit(self, ops: Sequence[PutOp | DeleteOp | PlainPuts]) -> list[Any]:
         if self._closed:
             raise EngineClosed("the engine is closed")
         return await self._writer.submit(ops)
@@ -149,8 +151,8 @@ class DocumentEngine:
 
     async def put_documents(self, items: list[Any]) -> list[PutResult]:
         """Store several documents in one transaction: all of them, or (on any error) none."""
-        ops: list[PutOp | DeleteOp] = list(make_puts(items))
-        return await self._submit(ops)
+        batch = put_batch(items)  # plain items stay two columns (values.PlainPuts)
+        return await self._submit([batch] if isinstance(batch, PlainPuts) else batch)
 
     async def delete_document(self, id: str, *, purge: bool = False) -> bool:
         """Delete a document; True if it existed.

@@ -43,7 +43,7 @@ from .txn import (
     encode_checkpoint,
     encode_transaction,
 )
-from .values import DeleteOp, PutOp
+from .values import DeleteOp, PlainPuts, PutOp
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class PlannedTxn(NamedTuple):
     tuple: one per transaction on the write path, see txn.StoredPut)."""
 
     sequence: int
-    ops: Sequence[PutOp | DeleteOp]
+    ops: Sequence[PutOp | DeleteOp | PlainPuts]
     fixes_embedding_dim: int | None = None
 
 
@@ -176,7 +176,13 @@ class StoreCore:
         text_start = text.handle.size()
         journal_end = self.journal.size()
         commit_ms = self.clock() if self.clock is not None else None
-        raws = [op.text.encode("utf-8") for txn in batch for op in txn.ops if type(op) is PutOp]
+        raws: list[bytes] = []
+        for txn in batch:
+            for op in txn.ops:
+                if type(op) is PutOp:
+                    raws.append(op.text.encode("utf-8"))
+                elif isinstance(op, PlainPuts):
+                    raws.extend([doc_text.encode("utf-8") for doc_text in op.texts])
         records, lengths, crcs = text.encode_many(raws, text_start)
         located = iter(zip(lengths, crcs, strict=True))
         text_end = text_start
@@ -192,6 +198,11 @@ class StoreCore:
                     stored.append((op.id, op.text, op.metadata_json, op.embedding, text_end,
                                    length, crc, None))
                     text_end += length
+                elif isinstance(op, PlainPuts):
+                    for op_id, doc_text in zip(op.ids, op.texts, strict=True):
+                        length, crc = next(located)
+                        stored.append((op_id, doc_text, None, None, text_end, length, crc, None))
+                        text_end += length
                 else:
                     stored.append(StoredDelete(id=op.id))
             writes += len(stored)

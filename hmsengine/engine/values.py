@@ -447,11 +447,36 @@ def _plain_put(id: str, text: str) -> PutOp:
     return _new_put(id, text, None, None)
 
 
+@attrs.frozen(eq=False)
+class PlainPuts:
+    """The puts of a batch of plain items (string ids and texts, no metadata, no embedding) as
+    two columns, checked as a batch (``put_batch``): the puts of ``ids[i]`` and ``texts[i]``,
+    in order, which the writer and the store read in place of a ``PutOp`` each. One object for
+    the batch: a ``PutOp`` per document outlived the commit's young collections and fed the
+    full ones that read the whole heap (bench/results/lexical.notes.md)."""
+
+    ids: list[str]
+    texts: list[str]
+    chars: int  # the texts' total length
+
+    def puts(self) -> list[PutOp]:
+        """The same puts as ``PutOp`` values (what ``make_puts`` returns)."""
+        return list(map(_plain_put, self.ids, self.texts))
+
+
 def make_puts(items: object, *, max_documents: int | None = None,
               max_text_bytes: int | None = None) -> list[PutOp]:
     """Validate the items of ``put_documents``: dicts or :class:`Document` values (or puts
     already validated, ``PutOp`` from ``make_put``/``put_op``), unique ids.
     The limits default to a put_documents batch's (read at call time)."""
+    batch = put_batch(items, max_documents=max_documents, max_text_bytes=max_text_bytes)
+    return batch.puts() if isinstance(batch, PlainPuts) else batch
+
+
+def put_batch(items: object, *, max_documents: int | None = None,
+              max_text_bytes: int | None = None) -> PlainPuts | list[PutOp]:
+    """``make_puts``'s checks and puts, a batch of plain items as one ``PlainPuts`` (same
+    refusals, same puts)."""
     max_documents = MAX_BATCH_DOCUMENTS if max_documents is None else max_documents
     max_text_bytes = MAX_BATCH_TEXT_BYTES if max_text_bytes is None else max_text_bytes
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
@@ -460,11 +485,17 @@ def make_puts(items: object, *, max_documents: int | None = None,
         raise InvalidRequest("items: must not be empty")
     if len(items) > max_documents:
         raise InvalidRequest(f"items: {len(items)} documents is over the limit of {max_documents}")
-    plain = _plain_puts(items, max_text_bytes)
+    plain = _plain_columns(items, max_text_bytes)
     return plain if plain is not None else _checked_puts(items, max_text_bytes)
 
 
 def _plain_puts(items: Sequence[object], max_text_bytes: int) -> list[PutOp] | None:
+    """``_plain_columns`` as ``PutOp`` values."""
+    plain = _plain_columns(items, max_text_bytes)
+    return None if plain is None else plain.puts()
+
+
+def _plain_columns(items: Sequence[object], max_text_bytes: int) -> PlainPuts | None:
     """The puts of ``items`` when every item is a dict of a string id and text only (metadata
     and embedding absent or None) and the batch passes every check, checked a batch at a time
     (one regular-expression scan of the ids, one ASCII test of the texts); else None, and the
@@ -490,7 +521,7 @@ def _plain_puts(items: Sequence[object], max_text_bytes: int) -> list[PutOp] | N
     total = sum(map(len, texts))
     if total > max_text_bytes or not _sizes_within(texts, "".join(texts).isascii(), MAX_TEXT_BYTES):
         return None
-    return list(map(_plain_put, ids, texts))
+    return PlainPuts(ids, texts, total)
 
 
 def _sizes_within(values: list[str], ascii: bool, limit: int) -> bool:

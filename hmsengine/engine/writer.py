@@ -42,7 +42,16 @@ from .indexer import Indexer
 from .state import LENGTH, OFFSET, doc_key
 from .store import PlannedTxn, StoreCore
 from .txn import PUT_ID, PUT_LENGTH, PUT_METADATA, StoredOp, StoredPut
-from .values import TOMBSTONE_PREFIX, Change, DeleteOp, DeleteResult, PutOp, PutResult, put_result
+from .values import (
+    TOMBSTONE_PREFIX,
+    Change,
+    DeleteOp,
+    DeleteResult,
+    PlainPuts,
+    PutOp,
+    PutResult,
+    put_result,
+)
 
 _log = logging.getLogger("hmsengine.writer")
 
@@ -88,7 +97,7 @@ class WriteRequest(NamedTuple):
     """One transaction: puts and deletes applied all or none. ``slot`` receives the results.
     (A named tuple: one per write, on the path every put takes.)"""
 
-    ops: Sequence[PutOp | DeleteOp]
+    ops: Sequence[PutOp | DeleteOp | PlainPuts]
     slot: ReplySlot[list[PutResult | DeleteResult]]
 
 
@@ -133,7 +142,7 @@ class WriterActor:
         self._in_flight = 0
         self.commits_in_caller = 0
 
-    async def submit(self, ops: list[PutOp | DeleteOp]) -> list[PutResult | DeleteResult]:
+    async def submit(self, ops: Sequence[PutOp | DeleteOp | PlainPuts]) -> list[PutResult | DeleteResult]:
         """Commit one transaction (``ops``, all or none) and return its results, durable and
         visible to every reader when this returns; an error of the batch is raised here.
 
@@ -273,15 +282,31 @@ class WriterActor:
         size_ops = size_chars = 0
         for request in batch:
             local: dict[str, bool] = {}
-            ops: list[PutOp | DeleteOp] = []
+            ops: list[PutOp | DeleteOp | PlainPuts] = []
             results: list[_Planned] = []
             fixes: int | None = None
             chars = 0
+            writes = 0  # documents put or deleted (a PlainPuts is one op of many puts)
             # The revision this transaction creates if it writes anything (a no-op's results
             # are given the revision current when they are answered).
             revision = sequence + 1
             try:
                 for op in request.ops:
+                    if isinstance(op, PlainPuts):
+                        # A plain bulk put: each document planned as its PutOp would be (the
+                        # same presence test, no embedding to check).
+                        for op_id in op.ids:
+                            present = local.get(op_id)
+                            if present is None:
+                                present = staged.get(op_id)
+                                if present is None:
+                                    present = op_id in entries
+                            results.append((op_id, not present))
+                            local[op_id] = True
+                        ops.append(op)
+                        chars += op.chars
+                        writes += len(op.ids)
+                        continue
                     present = local.get(op.id)
                     if present is None:  # looked up only as far as needed (every put asks)
                         present = staged.get(op.id)
@@ -300,6 +325,7 @@ class WriterActor:
                         results.append((op.id, not present))
                         local[op.id] = True
                         ops.append(op)
+                        writes += 1
                         chars += len(op.text)
                         if op.metadata_json is not None:
                             chars += len(op.metadata_json)
@@ -310,6 +336,7 @@ class WriterActor:
                         if present:
                             local[op.id] = False
                             ops.append(op)
+                            writes += 1
             except HmsError as exc:
                 request.slot.set_error(exc)
                 continue
@@ -324,7 +351,7 @@ class WriterActor:
                 dim = fixes
             planned.append(PlannedTxn(sequence=sequence, ops=ops, fixes_embedding_dim=fixes))
             accepted.append((request, results, revision))
-            size_ops += len(ops)
+            size_ops += writes
             size_chars += chars
         return planned, accepted, size_ops, size_chars
 

@@ -15,11 +15,13 @@ from hmsengine.engine.txn import PUT_CRC, PUT_ID, PUT_LENGTH, PUT_OFFSET, PUT_TE
 from hmsengine.engine.values import (
     MAX_ID_BYTES,
     MAX_TEXT_BYTES,
+    PlainPuts,
     PutOp,
     _checked_puts,
     _plain_puts,
     make_put,
     make_puts,
+    put_batch,
 )
 from hmsengine.storage.codec import PLAIN
 from hmsengine.storage.journal import scan
@@ -104,6 +106,43 @@ def test_bulk_checks_give_the_same_puts_as_item_by_item(texts):
     fast = _plain_puts(items, 64 * 1024 * 1024)
     assert fast is not None and make_puts(items) == fast == _checked_puts(items, 64 * 1024 * 1024)
     assert all(type(op) is PutOp and op.metadata_json is None and op.embedding is None for op in fast)
+
+
+def test_a_plain_batch_stays_two_columns():
+    """``put_batch`` keeps a plain batch as one ``PlainPuts`` (the puts ``make_puts`` gives, in
+    order) and any other as its PutOps; the refusals are make_puts'."""
+    items = [*_plain(5), {"id": "é", "text": 'a "quoted" line\n'}]
+    batch = put_batch(items)
+    assert isinstance(batch, PlainPuts)
+    assert batch.puts() == make_puts(items) == _checked_puts(items, 64 * 1024 * 1024)
+    assert batch.chars == sum(len(item["text"]) for item in items)
+    assert put_batch([*items, {"id": "m", "text": "t", "metadata": {"k": 1}}])[-1].metadata_json == '{"k":1}'
+    for bad in ([], "ids", [{"id": "a", "text": "A"}, {"id": "a", "text": "B"}]):
+        with pytest.raises(InvalidRequest):
+            put_batch(bad)
+
+
+async def test_a_plain_batch_writes_what_its_puts_one_by_one_write(tmp_path):
+    """The same documents put as plain dicts (one ``PlainPuts``) and as ``Document`` values (a
+    PutOp each), over a store where some of them exist: the same answers, the same journaled
+    operations and the same text records, byte for byte."""
+    first = [*_plain(30), {"id": "odd", "text": 'a "quoted" \\ line\nbreak é'}]
+    second = [*_plain(20, start=20), {"id": "odd", "text": "replaced"}]
+    out = {}
+    for way in ("plain", "documents"):
+        root = str(tmp_path / way)
+        answers = []
+        async with Engine.open(root) as engine:
+            for batch in (first, second):
+                items = batch if way == "plain" else [Document(id=i["id"], text=i["text"]) for i in batch]
+                answers.append([(r.id, r.created, r.revision) for r in await engine.put_documents(items)])
+        ops = [decode_transaction(f.payload, where="j", offset=0)[0] for f in journal_frames(root)]
+        with open(os.path.join(root, "gen-00000001", "documents.text"), "rb") as f:
+            out[way] = (answers, ops, f.read())
+    assert out["plain"][0] == out["documents"][0]
+    assert [sum(created for _, created, _ in a) for a in out["plain"][0]] == [31, 10]
+    assert repr(out["plain"][1]) == repr(out["documents"][1])
+    assert out["plain"][2] == out["documents"][2]
 
 
 def test_mixed_batches_take_the_item_by_item_path():
