@@ -21,7 +21,9 @@ import numpy as np
 from hmsengine import Engine, ForgetScope, Memory
 from hmsengine.kernels.cosine import l2_normalise_rows
 
-KINDS = ("document", "memory", "vector", "file", "episodes")
+# "bulk": a document put in a batch of plain documents (one values.PlainPuts, not a PutOp each).
+KINDS = ("document", "bulk", "memory", "vector", "file", "episodes")
+DOCUMENT_KINDS = ("document", "bulk")  # purged with delete_document(id, purge=True)
 KEY = bytes(range(7, 39))  # a raw key: no key derivation to wait for
 DOC_VECTOR = [0.1234567, -0.7654321, 0.3141592, 0.2718281]
 MEM_VECTOR = [-0.5551234, 0.1112223, 0.9876543, -0.0123457]
@@ -83,6 +85,15 @@ async def write_victims(engine: Engine, folder: str, tag: str,
                           needles=(f"ZQXDOC{tag}".encode(), f"METAQK{tag}".encode(),
                                    *vector_forms(DOC_VECTOR)),
                           late=_late(DOC_VECTOR)))
+    if "bulk" in kinds:
+        bulk_id = f"bulk-victim-{tag}"
+        neighbours = [{"id": f"bulk-{tag}-{i}", "text": f"bulk neighbour {i} beside the hill"}
+                      for i in range(20)]
+        await engine.put_documents([*neighbours[:10],
+                                    {"id": bulk_id, "text": f"ZQXBLK{tag} pangolin lives in the garden"},
+                                    *neighbours[10:]])
+        out.append(Victim(kind="bulk", ids=(bulk_id,), scope=bulk_id,
+                          words=("pangolin", f"ZQXBLK{tag}"), needles=(f"ZQXBLK{tag}".encode(),)))
     if "memory" in kinds:
         result = await memory.remember(
             f"alice lives in berlin ZQXMEM{tag}", subject=f"alicezq{tag}/city",
@@ -139,6 +150,7 @@ def scope_for(kind: str, tag: str, folder: str) -> Any:
     """The purge scope of the victim of ``kind`` that ``write_victims`` wrote with ``tag`` (what
     a process that did not write it needs to purge it)."""
     return {"document": f"doc-victim-{tag}",
+            "bulk": f"bulk-victim-{tag}",
             "memory": ForgetScope.subject(f"alicezq{tag}/city"),
             "vector": ForgetScope.ids([f"vec-victim-{tag}"]),
             "file": ForgetScope.source(os.path.join(folder, f"secretzq{tag}.csv")),
@@ -147,7 +159,7 @@ def scope_for(kind: str, tag: str, folder: str) -> Any:
 
 async def purge(engine: Engine, victim: Victim) -> None:
     """The purge a user would run for this kind of record."""
-    if victim.kind == "document":
+    if victim.kind in DOCUMENT_KINDS:
         assert await engine.delete_document(victim.scope, purge=True) in (True, False)
     else:
         await Memory(engine).forget(victim.scope, purge=True)

@@ -65,8 +65,12 @@ def flat_table(obj: Any, limit: int = 60) -> str:
     return markdown_table(["figure", "value"], rows)
 
 
+# The verdict column's words (aims_overview counts them).
+MET, MISSED, NOT_MEASURED = "met", "**missed**", "not measured"
+
+
 def _verdict(met: Any) -> str:
-    return "not measured" if met is None else ("met" if met else "**missed**")
+    return NOT_MEASURED if met is None else (MET if met else MISSED)
 
 
 def aim_rows(res: Result) -> list[list[str]]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from _common import METHOD_NOTE, now_iso
 
-from .markdown import aim_rows, aims_table, divide_or_none, fmt_num, markdown_table
+from .markdown import MET, MISSED, aim_rows, aims_table, divide_or_none, fmt_num, markdown_table
 from .plots import draw_memory, save_plot
 from .results import Result, lookup, machine_line, memory_per_fact_series, wall_seconds
 from .sections import SECTIONS, section_generic, section_memory_overhead, section_quality
@@ -128,8 +128,8 @@ def render(results: dict[str, Result | str], expected: Sequence[str],
 
 def aims_overview(results: dict[str, Result], names: Sequence[str],
                   notes: str | None) -> str:
-    """Every benchmark's aims (its own pass/fail lines) in one table, missed ones first within
-    each benchmark's rows kept in the report's order, then ``notes`` (what bounds them)."""
+    """Every benchmark's aims (its own pass/fail lines) in one table, benchmark by benchmark in
+    the report's order, then ``notes`` (what bounds the missed ones)."""
     rows = []
     for name in names:
         res = results.get(name)
@@ -138,8 +138,8 @@ def aims_overview(results: dict[str, Result], names: Sequence[str],
         for aim, measured, threshold, verdict in aim_rows(res):
             link = f"[{name}](#{section_anchor(name)})"
             rows.append([link, aim, measured, threshold, verdict, str(res.get("date", "?"))[:10]])
-    missed = sum(1 for r in rows if r[4] == "**missed**")
-    met = sum(1 for r in rows if r[4] == "met")
+    missed = sum(1 for r in rows if r[4] == MISSED)
+    met = sum(1 for r in rows if r[4] == MET)
     out = ['<a id="aims"></a>\n\n## Aims at a glance\n',
            f"Every aim the benchmarks check, as their last runs measured it: {met} met, {missed} "
            "missed, the rest not measured. Ratios come from one run each; the sections below "

@@ -489,12 +489,6 @@ def put_batch(items: object, *, max_documents: int | None = None,
     return plain if plain is not None else _checked_puts(items, max_text_bytes)
 
 
-def _plain_puts(items: Sequence[object], max_text_bytes: int) -> list[PutOp] | None:
-    """``_plain_columns`` as ``PutOp`` values."""
-    plain = _plain_columns(items, max_text_bytes)
-    return None if plain is None else plain.puts()
-
-
 def _plain_columns(items: Sequence[object], max_text_bytes: int) -> PlainPuts | None:
     """The puts of ``items`` when every item is a dict of a string id and text only (metadata
     and embedding absent or None) and the batch passes every check, checked a batch at a time

@@ -15,7 +15,7 @@ import trio
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
-from purge_corpus import KEY, KINDS, scope_for  # noqa: E402
+from purge_corpus import DOCUMENT_KINDS, KEY, KINDS, scope_for  # noqa: E402
 
 from hmsengine import Engine, Memory  # noqa: E402
 
@@ -42,7 +42,7 @@ async def main(store: str, folder: str, tag: str, key: bytes | None) -> None:
             for kind in KINDS:
                 scope = scope_for(kind, tag, folder)
                 print(f"PURGING {kind}", flush=True)
-                if kind == "document":
+                if kind in DOCUMENT_KINDS:
                     await engine.delete_document(scope, purge=True)
                 else:
                     await memory.forget(scope, purge=True)

@@ -18,7 +18,7 @@ from hmsengine.engine.values import (
     PlainPuts,
     PutOp,
     _checked_puts,
-    _plain_puts,
+    _plain_columns,
     make_put,
     make_puts,
     put_batch,
@@ -103,8 +103,10 @@ def test_bulk_checks_give_the_same_puts_as_item_by_item(texts):
     whichever way they are checked; explicit null metadata and embedding are plain too."""
     items = [{"id": f"ïd-{i}" if i % 2 else f"id-{i}", "text": text} for i, text in enumerate(texts)]
     items.append({"id": "nulls", "text": "t", "metadata": None, "embedding": None})
-    fast = _plain_puts(items, 64 * 1024 * 1024)
-    assert fast is not None and make_puts(items) == fast == _checked_puts(items, 64 * 1024 * 1024)
+    columns = _plain_columns(items, 64 * 1024 * 1024)
+    assert columns is not None
+    fast = columns.puts()
+    assert make_puts(items) == fast == _checked_puts(items, 64 * 1024 * 1024)
     assert all(type(op) is PutOp and op.metadata_json is None and op.embedding is None for op in fast)
 
 

@@ -1,8 +1,9 @@
 """Purge erases everything derived from what it removes, in every state a store can be in.
 
 The matrix: purge {right after the writes, after a close and reopen, after a restore from a
-snapshot} x {plain, encrypted} x {a document, a memory, a memory with an embedding, a
-file-backed memory, a loaded Markdown document's episodes} (the fourth state, SIGKILL during the
+snapshot} x {plain, encrypted} x {a document, a document of a batch of plain documents (the
+bulk path's two columns), a memory, a memory with an embedding, a file-backed memory, a loaded
+Markdown document's episodes} (the fourth state, SIGKILL during the
 purge then the purge repeated, is tests/crash/test_purge_kill.py). Each victim is purged on its
 own; before its purge the decoded scan must find every needle (the positive control), after it
 none: not its marker, metadata, names, vectors, file name or checksum, nor the analyzed terms
