@@ -41,6 +41,7 @@ from ..kernels.cosine import cosine_exact_into, cosine_topk, score_error_bound
 from ..kernels.filters import sorted_numbers
 from ..kernels.fusion import (
     bar_without,
+    fuse_one_view,
     fused_places,
     posting_matches,
     rrf_shares,
@@ -398,27 +399,70 @@ def _fuse(snap: Snapshot, q: Query, p: Prepared,
     to 0.0 in signal order, as IEEE float64 either way). The 100 candidates of a vector-only
     query at 5k x 384: 141 -> 63 us warm; 225 -> 133 us at 10k in a loop of queries, whose
     kernel leaves the caches cold (the RRF step had cost a third of the kernel)."""
-    found = [docs for _, _, _, docs in signals]
-    # The kernel, not numpy's sort: numpy's gives the GIL away, however few the numbers.
-    candidates = sorted_numbers(found[0] if len(found) == 1 else np.concatenate(found))
-    # Each signal's ranking of the candidates: its own top list already is that ranking for the
-    # candidates it scored; a candidate outside a signal's list was not ranked by it unless its
-    # exact score can be computed, which we do so that every candidate is ranked fairly.
-    exact = _exact_scores(snap, q, p, candidates, [name for name, *_ in signals])
-    total = np.zeros(candidates.shape[0], dtype=np.float64)
-    for name, weight, _, _ in signals:
-        scores, ranked = exact[name]
-        rrf_add(total, scores, ranked, weight)
+    if len(snap.views) == 1 and q.ngram is None:
+        candidates, total, lexical, semantic = _fuse_one_view(snap, q, p, signals)
+    else:
+        found = [docs for _, _, _, docs in signals]
+        # The kernel, not numpy's sort: numpy's gives the GIL away, however few the numbers.
+        candidates = sorted_numbers(found[0] if len(found) == 1 else np.concatenate(found))
+        # Each signal's ranking of the candidates: its own top list already is that ranking for
+        # the candidates it scored; a candidate outside a signal's list was not ranked by it
+        # unless its exact score can be computed, which we do so that every candidate is ranked
+        # fairly.
+        exact = _exact_scores(snap, q, p, candidates, [name for name, *_ in signals])
+        total = np.zeros(candidates.shape[0], dtype=np.float64)
+        for name, weight, _, _ in signals:
+            scores, ranked = exact[name]
+            rrf_add(total, scores, ranked, weight)
+        lexical = exact["lexical"][0] if "lexical" in exact else None
+        semantic_name = "cosine" if q.embedding is not None else "ngram"
+        semantic = exact[semantic_name][0] if semantic_name in exact else None
     _exact_term_floor(snap, p, signals, candidates, total)
     top = fused_order(candidates, total, q.k)
-    semantic_name = "cosine" if q.embedding is not None else "ngram"
-    lexical = exact.get("lexical")
-    semantic = exact.get(semantic_name)
     # A signal that ran and did not rank a candidate scores it 0.0; one that did not run, None.
-    lex = lexical[0][top].tolist() if lexical is not None else [None] * top.shape[0]
-    sem = semantic[0][top].tolist() if semantic is not None else [None] * top.shape[0]
+    lex = lexical[top].tolist() if lexical is not None else [None] * top.shape[0]
+    sem = semantic[top].tolist() if semantic is not None else [None] * top.shape[0]
     return [Scored(docnum=c, score=t, lexical=lx, semantic=sm) for c, t, lx, sm
             in zip(candidates[top].tolist(), total[top].tolist(), lex, sem, strict=True)]
+
+
+def _fuse_one_view(snap: Snapshot, q: Query, p: Prepared,
+                   signals: list[tuple[str, float, np.ndarray, np.ndarray]],
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``_fuse``'s candidates, RRF totals and exact scores (lexical, cosine: None for a signal
+    that did not run) over a one-view snapshot without n-grams, in one kernel call
+    (``kernels.fusion.fuse_one_view``) instead of a dozen: after a cosine kernel has streamed
+    the embeddings through the caches, each call's fixed cost is several times its warm one."""
+    view = snap.views[0]
+    seg = view.segment
+    lexical_docs = cosine_docs = _NO_DOCS
+    lexical_weight = semantic_weight = 0.0
+    for name, weight, _, docs in signals:
+        if name == "lexical":
+            lexical_docs, lexical_weight = docs, weight
+        else:
+            cosine_docs, semantic_weight = docs, weight
+    matrix, has, query = seg.embeddings, seg.has_embedding, q.embedding
+    scored = matrix is not None and query is not None and matrix.shape[1] == query.shape[0]
+    if not scored or matrix is None or query is None:
+        matrix, has, query64 = _NO_MATRIX, _NO_MASK, _NO_QUERY
+    else:
+        query64 = query.astype(np.float64)
+    t = seg.terms
+    candidates, total, lexical, cosine = fuse_one_view(
+        lexical_docs, cosine_docs, seg.docnums, t.offsets, t.doc_ids, t.values,
+        view.norms(snap.avgdl), p.local_terms[0], _NO_WEIGHTS if p.weights is None else p.weights,
+        float(lexical_weight), matrix, has, query64, float(semantic_weight), scored, RRF_K)
+    return (candidates, total, lexical if p.weights is not None else None,
+            cosine if q.embedding is not None else None)
+
+
+# ``_fuse_one_view``'s arguments for a signal that did not run, or a view without embeddings.
+_NO_DOCS = np.empty(0, dtype=np.int64)
+_NO_WEIGHTS = np.empty(0, dtype=np.float64)
+_NO_MATRIX = np.empty((0, 1), dtype=np.float32)
+_NO_MASK = np.empty(0, dtype=np.uint8)
+_NO_QUERY = np.empty(1, dtype=np.float64)
 
 
 def rrf_add(total: np.ndarray, scores: np.ndarray, ranked: np.ndarray, weight: float) -> None:

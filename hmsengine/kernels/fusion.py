@@ -3,7 +3,8 @@
 A fused query ranks at most a few hundred candidates: numpy's fixed cost per call (~1-3 us, more
 with caches cold after a cosine kernel streamed the embeddings through them) was most of the
 fusion's time, a dozen calls for each signal. These do the same arithmetic in one call each,
-on the event loop's thread (``jit_held``: microseconds).
+on the event loop's thread (``jit_held``: microseconds); ``fuse_one_view`` does all of a
+one-view query's fusion but its ordering in one call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from hmsengine.kernels.bm25 import bm25_score_docs
+from hmsengine.kernels.cosine import cosine_exact_rows
 from hmsengine.kernels.jit import inline, jit_held
+from hmsengine.kernels.norms import Norms
 
 
 @inline
@@ -129,3 +133,68 @@ def bar_without(total: npt.NDArray[np.float64], place: int, rank: int) -> float:
             m += 1
     rest.sort()
     return float(rest[m - rank])
+
+
+@jit_held
+def fuse_one_view(lexical_docs: npt.NDArray[np.int64], cosine_docs: npt.NDArray[np.int64],
+                  docnums: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
+                  doc_ids: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32], norms: Norms,
+                  terms: npt.NDArray[np.int32], weights: npt.NDArray[np.float64],
+                  lexical_weight: float, matrix: npt.NDArray[np.float32],
+                  has: npt.NDArray[np.uint8], query: npt.NDArray[np.float64],
+                  semantic_weight: float, cosine_scored: bool, rrf_k: int,
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
+                             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The weighted RRF of a query over one segment view, the steps ``index/search._fuse``
+    takes for several views in one call (the same arithmetic in the same order, so the same
+    bits): the candidates (the distinct numbers of both signals' top lists, ascending), each
+    candidate's exact BM25 score (``bm25_score_docs``; ranked where above 0) when ``weights``
+    is not empty (the query has terms), its exact cosine (``cosine_exact_rows``; ranked where
+    ``has``) when ``cosine_scored``, and each signal's shares (``rrf_shares``: lexical, then
+    cosine). Returns ``(candidates, total, bm25 scores, cosine scores)``, 0.0 where a signal
+    does not rank a candidate. Every number of the lists must be one of ``docnums`` (the
+    view's local -> global numbers, ascending)."""
+    both = np.empty(lexical_docs.shape[0] + cosine_docs.shape[0], dtype=np.int64)
+    both[:lexical_docs.shape[0]] = lexical_docs
+    both[lexical_docs.shape[0]:] = cosine_docs
+    both.sort()
+    n = 0
+    for i in range(both.shape[0]):
+        if n == 0 or both[i] != both[n - 1]:
+            both[n] = both[i]
+            n += 1
+    candidates = both[:n].copy()
+    local = np.empty(n, dtype=np.int32)
+    at = 0
+    for i in range(n):
+        at = _lower_bound(docnums, at, docnums.shape[0], candidates[i])
+        if at == docnums.shape[0] or docnums[at] != candidates[i]:
+            raise ValueError("a fused candidate is not one of the view's documents")
+        local[i] = at
+    lexical = np.zeros(n, dtype=np.float64)
+    lexical_ranked = np.zeros(n, dtype=np.bool_)
+    total = np.zeros(n, dtype=np.float64)
+    if weights.shape[0] > 0:
+        scores = bm25_score_docs(offsets, doc_ids, tfs, norms, terms, weights, local)
+        for i in range(n):
+            if scores[i] > 0.0:  # every BM25 match scores > 0 (idf > 0, tf > 0)
+                lexical[i] = scores[i]
+                lexical_ranked[i] = True
+        rrf_shares(total, lexical, lexical_ranked, lexical_weight, rrf_k)
+    cosine = np.zeros(n, dtype=np.float64)
+    if cosine_scored:
+        cosine_ranked = np.zeros(n, dtype=np.bool_)
+        rows = np.empty(n, dtype=np.int32)
+        places = np.empty(n, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if has[local[i]] != 0:
+                rows[m] = local[i]
+                places[m] = i
+                m += 1
+        exact = cosine_exact_rows(matrix, rows[:m], query)
+        for i in range(m):
+            cosine[places[i]] = exact[i]
+            cosine_ranked[places[i]] = True
+        rrf_shares(total, cosine, cosine_ranked, semantic_weight, rrf_k)
+    return candidates, total, lexical, cosine

@@ -191,6 +191,15 @@ def _vectors(between: Callable[[], None]) -> None:
         rows, _ = fusion.view_locals(docnums, places, 0)
         cosine.cosine_exact_into(m, rows, np.ones(2, dtype=np.uint8), places,
                                  query.astype(np.float64), values, ranked)
+    # A one-view fused query's kernel, over a built segment (writable) and a loaded one.
+    read_only = _readonly(matrix, allowed, numbers)
+    for (off, ids, vals), m, has, docnums in zip(
+            _postings(), (matrix, read_only[0]), (allowed, read_only[1]), (numbers, read_only[2]),
+            strict=True):
+        fusion.fuse_one_view(np.array([2, 0], dtype=np.int64), np.array([1, 2], dtype=np.int64),
+                             docnums, off, ids, vals, _norms(), _TERM_IDS, _WEIGHTS, 1.0, m, has,
+                             query.astype(np.float64), 1.0, True, 60)
+    between()
     fusion.rrf_shares(values, values, ranked, 1.0, 60)
     fusion.scatter_positive(values, ranked, places, values)
     fusion.fused_places(values, 1)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import trio
 from segmented import put_in_segments
 
 from hmsengine import Engine
@@ -155,6 +156,71 @@ async def test_fused_queries_equal_the_plain_construction(
                     ("zzz-no-such-term", {"embedding": vector, "k": 1})):
                 await engine.search_documents(query, **options)
     assert len(checked_fusion) == 12 * 8 and max(checked_fusion) > 100
+
+
+async def _one_view(engine: Engine) -> None:
+    """Wait until the store is one segment and no tail (the builder consolidates when idle)."""
+    with trio.fail_after(60):
+        while len(engine._indexer.snapshot.views) != 1 or engine._indexer.snapshot.tail:
+            await trio.sleep(0.02)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+async def test_one_view_fusion_equals_the_plain_construction(
+        seed: int, checked_fusion: list[int], tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store of one segment takes the one-call fusion (``fuse_one_view``): the same answers
+    as the plain construction over a segment built in this process and over the same store
+    reopened from its files, with deleted documents, documents
+    without a vector, filters, a k above the candidates and the floor's rare terms."""
+    calls: list[int] = []
+    real = search.fuse_one_view
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(search, "fuse_one_view", counted)
+    rng = random.Random(seed)
+    vectors = np.random.default_rng(seed)
+    path = tmp_path / "store"
+
+    async def queries(engine: Engine) -> None:
+        await _one_view(engine)
+        for _ in range(10):
+            text = " ".join(rng.choices(WORDS, k=rng.randint(1, 4)))
+            vector = _unit(vectors)
+            for query, options in (
+                    (text, {"embedding": vector}),
+                    ("", {"embedding": vector}),
+                    ("", {"embedding": vector, "k": 40}),
+                    (text + " id0x", {"embedding": vector, "semantic_weight": 3.0}),
+                    (text, {"embedding": vector, "k": 300}),
+                    (text, {"embedding": vector, "lexical_weight": 0.0}),
+                    (text, {"embedding": vector, "ids": [f"d{n}" for n in range(0, 300, 3)]}),
+                    ("zzz-no-such-term", {"embedding": vector, "k": 1})):
+                await engine.search_documents(query, **options)
+
+    async with Engine.open(path, analyzer="simple") as engine:
+        items = []
+        for n in range(300):
+            item: dict[str, Any] = {"id": f"d{n}",
+                                    "text": " ".join(rng.choices(WORDS, k=rng.randint(1, 9)))}
+            if n % 5:
+                item["embedding"] = _unit(vectors)
+            if n % 97 == 0:
+                item["text"] += f" id{n % 2}x"
+            items.append(item)
+        await engine.put_documents(items)
+        for n in range(0, 300, 37):
+            await engine.delete_document(f"d{n}")
+        await queries(engine)
+    built = len(checked_fusion)
+    async with Engine.open(path, analyzer="simple") as engine:
+        await queries(engine)
+    assert built == len(checked_fusion) - built == 10 * 8
+    assert len(calls) == len(checked_fusion)  # every fused query took the one-view call
+    assert max(checked_fusion) > 100
 
 
 def test_the_arrays_keep_rrf_ties_and_signal_order() -> None:

@@ -26,7 +26,7 @@ def test_the_lane_kernel_keeps_the_gil() -> None:
     filters.sorted_numbers, filters.live_locals, filters.mask_of, fusion.rrf_shares,
     fusion.scatter_positive, fusion.fused_places, fusion.view_locals, cosine.cosine_exact_into,
     cosine.unit_float32, cosine.checked_float32, fusion.posting_matches, fusion.bar_without,
-    topk._merged_order,
+    fusion.fuse_one_view, topk._merged_order,
 ], ids=lambda k: k.__name__)
 def test_the_filter_and_fusion_kernels_keep_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
     """A filter's numbers are located inline on the event loop, in kernels that keep the GIL
