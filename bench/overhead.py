@@ -29,7 +29,9 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
 * ``vector``: stores of the same documents with 384-dim unit vectors, one the size of an
   agent's memory (``vector_small``, 5,000 documents: its vector queries run inline) and one of
   50,000 (they go to a worker thread): ``search_documents`` with an embedding only, and fused
-  with BM25, against the cosine kernel called directly, and the general path's steps.
+  with BM25, against the cosine kernel called directly on one thread, the engine's scan (split
+  between threads above ``INLINE_WORK``: ``index/vectorscan.py``) called directly, and the
+  general path's steps; the overheads are over the engine's scan.
 * ``cosine``: ``cosine_topk`` over 1,000,000 x 384 float32 rows against faiss ``IndexFlatIP``
   with one thread (``--cosine-rows``).
 
@@ -82,6 +84,7 @@ from hmsengine import Engine, Memory
 from hmsengine.engine import readers
 from hmsengine.engine.values import Hit
 from hmsengine.index import search as executor
+from hmsengine.index import vectorscan
 from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from hmsengine.kernels.topk import topk_finish
@@ -511,6 +514,9 @@ def coldstart(path: Path, corpus: Corpus, repeats: int) -> dict[str, Any]:
 # -- vectors ---------------------------------------------------------------------------------------
 
 
+SCAN_10 = "the engine's scan alone (depth 10; vectorscan.cosine_rows, split between threads " \
+    "above INLINE_WORK)"
+SCAN_100 = "the engine's scan alone (depth 100, as fused)"
 VECTOR_STEPS = ("vector only, step: build_query (validation, normalising the vector)",
                 "vector only, step: prepare",
                 "vector only, step: run inline (the cosine top 2k, or the top 100 on "
@@ -546,13 +552,18 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
         await _put_all(engine, corpus, vectors)
         snap = engine._indexer.snapshot
         seg_views = [v for v in snap.views if v.segment.embeddings is not None]
+        # As the engine scans: on the event loop's thread below INLINE_WORK, else split
+        # between threads (index/vectorscan.py; timed here without the thread hop).
+        inline = sum(v.segment.embeddings.size for v in seg_views) \
+            // executor.VECTOR_ENTRIES_PER_WORK <= readers.INLINE_WORK
         texts = corpus.queries["mid"]
         clock = time.perf_counter_ns
         lat: dict[str, list[float]] = {"vector only: search_documents('', embedding=v)": [],
                                        "fused: search_documents(q, embedding=v)": [],
                                        "lexical only: search_documents(q)": [],
                                        "cosine kernel alone (depth 10)": [],
-                                       "cosine kernel alone (depth 100, as fused)": []}
+                                       "cosine kernel alone (depth 100, as fused)": [],
+                                       SCAN_10: [], SCAN_100: []}
         for i in range(len(texts)):  # warm-up
             await engine.search_documents(texts[i], k=K, embedding=qvecs[i])
         for _ in range(passes):
@@ -570,6 +581,13 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
                     for view in seg_views:
                         cosine_topk(view.segment.embeddings, v, view.live, depth)
                     lat[name].append((clock() - t) / 1000)
+                for depth, name in ((K, SCAN_10), (100, SCAN_100)):
+                    t = clock()
+                    for view in seg_views:
+                        seg = view.segment
+                        vectorscan.cosine_rows(seg.embeddings, v, view.live, seg.has_embedding,
+                                               depth, inline=inline)
+                    lat[name].append((clock() - t) / 1000)
                 for name, ns in zip(VECTOR_STEPS, await _vector_steps(engine, snap, v),
                                     strict=True):
                     lat.setdefault(name, []).append(ns / 1000)
@@ -577,10 +595,10 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
         out["p50_us"] = {k: float(np.median(x)) for k, x in lat.items()}
     p = out["p50_us"]
     out["vector_overhead_us"] = (p["vector only: search_documents('', embedding=v)"]
-                                 - p["cosine kernel alone (depth 10)"])
+                                 - p[SCAN_10])
     out["fused_overhead_us"] = (p["fused: search_documents(q, embedding=v)"]
-                                - p["cosine kernel alone (depth 100, as fused)"]
-                                - p["lexical only: search_documents(q)"])
+                                - p[SCAN_100] - p["lexical only: search_documents(q)"])
+    out["scan_threads"] = 1 if inline else vectorscan.scan_threads()
     return out
 
 

@@ -37,7 +37,7 @@ from ..kernels.bm25 import (
     sparse_accumulate_held,
     sparse_score_docs_held,
 )
-from ..kernels.cosine import cosine_exact_into, cosine_topk, score_error_bound
+from ..kernels.cosine import cosine_exact_into, score_error_bound
 from ..kernels.filters import sorted_numbers
 from ..kernels.fusion import (
     bar_without,
@@ -61,7 +61,7 @@ from ..kernels.topk import (
     topk_touched,
     topk_touched_held,
 )
-from . import lane
+from . import lane, vectorscan
 from .snapshot import SegmentView, Snapshot
 
 RRF_K = 60
@@ -301,8 +301,8 @@ def _cosine(snap: Snapshot, q: Query, depth: int,
             if docs is not None:
                 mask[docs] = allowed[docs]
             allowed = mask
-        scores, rows = cosine_topk(seg.embeddings, q.embedding, allowed, depth,
-                                   seg.has_embedding, held=inline)
+        scores, rows = vectorscan.cosine_rows(seg.embeddings, q.embedding, allowed,
+                                              seg.has_embedding, depth, inline)
         parts.append((scores, seg.docnums[rows]))
     if len(parts) == 1:  # already in merge_topk's order: a view's numbers ascend with its rows
         return parts[0]

@@ -571,7 +571,7 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
     import numpy as np
 
     from hmsengine.engine import readers
-    from hmsengine.index import search
+    from hmsengine.index import search, vectorscan
     from hmsengine.kernels.cosine import l2_normalise_rows
 
     vectors = l2_normalise_rows(np.random.default_rng(rows).standard_normal((rows, 384)))
@@ -597,13 +597,13 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
             v.segment.embeddings.size // search.VECTOR_ENTRIES_PER_WORK for v in snap.views)
         monkeypatch.setattr(readers.trio.to_thread, "run_sync", counted)
         held = []
-        real_topk = search.cosine_topk
+        real_topk = vectorscan.cosine_topk
 
         def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
             held.append(kwargs["held"])
             return real_topk(*args, **kwargs)
 
-        monkeypatch.setattr(search, "cosine_topk", recorded)
+        monkeypatch.setattr(vectorscan, "cosine_topk", recorded)
         vector_only = await engine.search_documents("", embedding=vectors[5], k=3)
         fused = await engine.search_documents("alpha", embedding=vectors[5], k=3)
         assert hops == (["run", "run"] if threaded else [])
