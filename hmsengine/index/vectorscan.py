@@ -73,8 +73,11 @@ def _split(matrix: np.ndarray, query: np.ndarray, allowed: np.ndarray, has: np.n
     n = matrix.shape[0]
     bounds = [n * i // parts for i in range(parts + 1)]
     pool = _the_pool()
-    later = [pool.submit(_range, matrix, query, allowed, has, depth, bounds[i], bounds[i + 1])
-             for i in range(1, parts)]
+    try:
+        later = [pool.submit(_range, matrix, query, allowed, has, depth, bounds[i],
+                             bounds[i + 1]) for i in range(1, parts)]
+    except RuntimeError:  # the interpreter is shutting down: no new pool work
+        return cosine_topk(matrix, query, allowed, depth, has, held=False)
     found = [_range(matrix, query, allowed, has, depth, bounds[0], bounds[1])]
     for i, future in enumerate(later, start=1):
         # Not started yet (the pool is busy): scanned here rather than waited for.

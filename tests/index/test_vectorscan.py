@@ -155,3 +155,20 @@ async def test_threaded_vector_queries_over_split_scans_are_exact(
             fused = await engine.search_documents("alpha echo", embedding=query, k=20)
             by_doc = dict(zip(live, exact.tolist(), strict=True))
             assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)
+
+
+def test_a_pool_that_takes_no_work_scans_alone(small_ranges: list[tuple[int, int]],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """At interpreter shutdown a pool refuses new work (RuntimeError): the scan runs in one
+    piece on the calling thread, with the same answer."""
+    rng = np.random.default_rng(36)
+    matrix, query, allowed, has = _case(rng, 300, 16)
+
+    class Closed:
+        def submit(self, *args: Any) -> Any:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(vectorscan, "_the_pool", Closed)
+    got = vectorscan.cosine_rows(matrix, query, allowed, has, 10, inline=False)
+    want = cosine_topk(matrix, query, allowed, 10, has)
+    assert got[1].tolist() == want[1].tolist() and small_ranges == []
