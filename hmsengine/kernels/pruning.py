@@ -14,6 +14,8 @@ by the segments of a query. It picks a path by the query's postings in the segme
   is touched only if its contribution plus the bounds of the remaining terms can reach the bar;
   once those bounds alone cannot, the remaining terms are added only to the candidates that can
   still reach it (binary search when they are few, else one pass), which shrink term by term.
+  The last term, reached with no bar yet, is read once: the touched documents get it, and only
+  the best ``k`` of the others by their contribution alone are touched.
 
 Partial sums in MaxScore add the terms in bound order, not in the canonical order, so they may
 differ from the exact scores in the last bits: every comparison with the bar keeps a relative
@@ -29,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import _find, bm25_accumulate, bm25_bound, bm25_score_docs, bm25_term
+from hmsengine.kernels.dense import bm25_dense_topk
 from hmsengine.kernels.jit import held_twin, jit
 from hmsengine.kernels.norms import Norms, n_norms, norm_of
 from hmsengine.kernels.topk import (
@@ -46,8 +49,6 @@ from hmsengine.kernels.topk import (
 TOLERANCE = 1e-9
 # Binary search per candidate when the candidates are fewer than postings / this.
 _SEARCH_RATIO = 24
-# Documents per block of the dense scan (bm25_dense_topk).
-_SCAN_BLOCK = 64
 
 
 @jit
@@ -132,6 +133,48 @@ def _accumulate_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int
 
 
 @jit
+def _touch_last_term(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
+                     tfs: npt.NDArray[np.float32], norms: Norms, t: int, w: float,
+                     allowed: npt.NDArray[np.uint8], check_allowed: bool, depth: int,
+                     acc: npt.NDArray[np.float64], seen: npt.NDArray[np.uint8],
+                     touched: npt.NDArray[np.int32], n_touched: int) -> int:
+    # The query's last term (in bound order) in one pass, when no bar is known: a touched
+    # document gets its contribution (its partial sum is then complete); an untouched one would
+    # score that contribution alone, exactly (0.0 plus it), so only the best ``depth`` of those
+    # (score descending, document ascending) can be in the top ``depth``: any other has
+    # ``depth`` untouched documents ranking before it. They are kept in a top-k buffer during
+    # the pass, then touched with their contribution (acc goes from 0.0 to exactly it).
+    scores = np.empty(depth, dtype=np.float64)
+    docs = np.empty(depth, dtype=np.int64)
+    count = 0
+    worst = worst_index(depth)
+    bar_s = 0.0
+    bar_d = np.int64(0)
+    for p in range(offsets[t], offsets[t + 1]):
+        d = doc_ids[p]
+        if check_allowed and allowed[d] == 0:
+            continue
+        c = bm25_term(w, tfs[p], norm_of(norms, d))
+        if seen[d] != 0:
+            acc[d] += c
+            continue
+        g = np.int64(d)
+        if count == depth and not ranks_before(c, g, bar_s, bar_d):
+            continue
+        count = topk_offer(scores, docs, count, c, g)
+        if count == depth:
+            bar_s = scores[worst]
+            bar_d = docs[worst]
+    for i in range(count):
+        d = docs[i]
+        seen[d] = 1
+        touched[n_touched] = d
+        n_touched += 1
+        acc[d] += scores[i]
+    return n_touched
+
+
+@jit
 def _suffix_bounds(bounds: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     # remaining[i]: the sum of the bounds of terms i.. (what a document can still gain there).
     nq = bounds.shape[0]
@@ -162,6 +205,13 @@ def _touch_phase(offsets: npt.NDArray[np.int64], doc_ids: npt.NDArray[np.int32],
             break  # an untouched document cannot reach the bar any more
         t = term_ids[pos]
         if theta == -np.inf and offsets[t + 1] - offsets[t] >= depth:
+            if pos == nq - 1:
+                # The last term and still no bar: one pass instead of two (its k-th best, then
+                # the touch pass), where a query of a rare word and a very common one spent
+                # most of its time (_touch_last_term).
+                n = _touch_last_term(offsets, doc_ids, tfs, norms, t, term_weights[pos],
+                                     allowed, check_allowed, depth, acc, seen, touched, n)
+                return n, nq, theta
             # No bar yet: this term's own k-th best contribution is one (a cheap pass that
             # spares touching every document of a common term).
             theta = term_kth(offsets, doc_ids, tfs, norms, t, term_weights[pos], allowed,
@@ -320,81 +370,6 @@ def bm25_maxscore(
     out = _best_by_partial_sum(acc, cand, nc, pick)
     reset_touched(acc, seen, touched, n)
     return out
-
-
-@jit
-def bm25_dense_topk(
-    offsets: npt.NDArray[np.int64],
-    doc_ids: npt.NDArray[np.int32],
-    tfs: npt.NDArray[np.float32],
-    norms: Norms,
-    term_ids: npt.NDArray[np.int32],
-    term_weights: npt.NDArray[np.float64],
-    allowed: npt.NDArray[np.uint8],
-    check_allowed: bool,
-    k: int,
-    acc: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Top ``k`` by BM25 for queries whose terms touch much of the segment: every posting into
-    the dense ``acc`` (no ``seen``/``touched`` bookkeeping), then one scan of ``acc[:n_docs]``.
-
-    The terms are added in the order given, with ``bm25_accumulate``'s arithmetic, so scores
-    are bit-identical to it. A document is a hit when its sum is > 0, which every BM25 match is
-    (idf > 0, tf > 0); ``term_weights`` must be > 0. ``allowed`` is read only when
-    ``check_allowed``. ``n_docs = len(norms)``; ``acc`` (at least that long) is zero on entry
-    and on return. Returns ``topk_touched``'s ``(scores, docs)`` with ``doc_base = 0``.
-    """
-    n_terms = offsets.shape[0] - 1
-    for qi in range(term_ids.shape[0]):
-        t = term_ids[qi]
-        if t < 0 or t >= n_terms:
-            continue
-        w = term_weights[qi]
-        for p in range(offsets[t], offsets[t + 1]):
-            d = doc_ids[p]
-            if check_allowed and allowed[d] == 0:
-                continue
-            acc[d] += bm25_term(w, tfs[p], norm_of(norms, d))
-    return _dense_scan_topk(acc, n_norms(norms), k)
-
-
-@jit
-def _dense_scan_topk(acc: npt.NDArray[np.float64], n_docs: int,
-                     k: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    # The top k of acc[:n_docs] (sums > 0 only), in blocks; acc is zeroed on the way out.
-    m = max(k, 0)
-    scores = np.empty(m, dtype=np.float64)
-    docs = np.empty(m, dtype=np.int64)
-    count = 0
-    worst = worst_index(m)
-    bar = np.zeros(1, dtype=np.float64)  # the worst kept score, once the buffer is full
-    bar_bits = bar.view(np.int64)
-    bits = acc.view(np.int64)
-    for start in range(0, n_docs if m > 0 else 0, _SCAN_BLOCK):
-        end = min(start + _SCAN_BLOCK, n_docs)
-        if count == m:
-            # Sums are >= 0, so their IEEE bits order like the values: an integer maximum
-            # (which the compiler vectorises, unlike a float one) tells whether any document of
-            # the block beats the bar. A tie with it loses: the kept ones have lower numbers.
-            top = np.int64(0)
-            for d in range(start, end):
-                v = bits[d]
-                top = v if v > top else top
-            if top <= bar_bits[0]:
-                continue
-        for d in range(start, end):
-            s = acc[d]
-            if s > 0.0:
-                g = np.int64(d)
-                if count == m and not ranks_before(s, g, bar[0], docs[worst]):
-                    continue
-                count = topk_offer(scores, docs, count, s, g)
-                if count == m:
-                    bar[0] = scores[worst]
-    for d in range(n_docs):
-        acc[d] = 0.0
-    topk_finish(scores, docs, count)
-    return scores[:count], docs[:count]
 
 
 #: Dense accumulation when the postings up to the first term (by bound) that can fill the top k

@@ -246,6 +246,43 @@ def test_maxscore_finishes_common_terms_on_few_candidates(seed: int, k: int,
     assert top_d.tolist() == want_d.tolist() and top_s.tobytes() == want_s.tobytes()
 
 
+@given(seed=st.integers(0, 2**32 - 1), k=st.sampled_from([1, 5, 10, 40]), deleted=st.booleans(),
+       rare=st.integers(0, 12))
+@settings(max_examples=20 if NO_JIT else 60, deadline=None)
+def test_a_last_common_term_with_no_bar_is_read_once(seed: int, k: int, deleted: bool,
+                                                     rare: int) -> None:
+    """A word in most documents after words too rare to fill the top k (no bar yet when the
+    common word comes: ``_touch_last_term``, one pass): the reference top k, with the rare
+    words' documents among the untouched ones' ties (short documents repeat, so equal scores
+    are common), deletions and either norms form."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    docs = []
+    for d in range(n):
+        doc = [1] * int(rng.integers(1, 4)) if rng.random() < 0.97 else [3]
+        doc += [2] * int(rng.integers(0, 3)) if rng.random() < 0.5 else []
+        docs.append(doc + [0] * int(d < rare))  # term 0 in the first ``rare`` documents
+    offsets, doc_ids, tfs, lens = reference.build_postings(docs, 4)
+    ids = np.array([0, 1], dtype=np.int32)
+    w = np.array([7.0, 0.05])
+    allowed = ((rng.random(n) < 0.8) if deleted else np.ones(n, bool)).astype(np.uint8)
+    per_document = bm25.bm25_norms(lens, float(lens.mean()))
+    lengths, codes = length_codes(lens)
+    for norms in (per_document, (bm25.bm25_norms(lengths, float(lens.mean())), codes)):
+        top_s, top_d, top_n = np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64)
+        acc, seen, touched = bm25.new_scratch(n)
+        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, deleted,
+                                  np.arange(n, dtype=np.int64), top_s, top_d, top_n, acc, seen,
+                                  touched, 0, 0)
+        assert not acc.any() and not seen.any()
+        topk.topk_finish(top_s, top_d, int(top_n[0]))
+        ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, per_document, ids, w, allowed)
+        want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), k)
+        got = int(top_n[0])
+        assert top_d[:got].tolist() == want_d.tolist()
+        assert top_s[:got].tobytes() == want_s.tobytes()
+
+
 def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The segment's postings with term t renumbered perm[t] (a segment's own vocabulary)."""
     offsets = s["offsets"]
