@@ -524,15 +524,33 @@ async def test_a_query_of_more_new_terms_than_the_memo_holds(monkeypatch):
         assert sorted(memo) == words[8:14]
 
 
-async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch, no_merges):
+@pytest.mark.parametrize("split", [False, True])
+async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch, no_merges,
+                                                                     split):
     """Vector and fused hits carry each document's exact float64 cosine, whatever view holds it
-    (several segments and the unfolded tail)."""
+    (several segments and the unfolded tail). ``split``: every query in a worker thread and
+    every view's cosine scan split between three threads (index/vectorscan.py, its ranges made
+    small): the same exact answers."""
     import numpy as np
 
+    from hmsengine.engine import readers
+    from hmsengine.index import vectorscan
     from hmsengine.kernels import reference
     from hmsengine.kernels.cosine import l2_normalise, l2_normalise_rows
 
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
+    ranges: list[int] = []
+    if split:
+        real_range = vectorscan._range
+
+        def counted(*args):  # type: ignore[no-untyped-def]
+            ranges.append(1)
+            return real_range(*args)
+
+        monkeypatch.setattr(readers, "INLINE_WORK", 0)
+        monkeypatch.setattr(vectorscan, "SPLIT_ENTRIES", 100)
+        monkeypatch.setattr(vectorscan, "scan_threads", lambda: 3)
+        monkeypatch.setattr(vectorscan, "_range", counted)
     rng = np.random.default_rng(7)
     vectors = l2_normalise_rows(rng.standard_normal((600, 24)))
     async with Engine.open(None) as engine:
@@ -558,6 +576,7 @@ async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch
             fused = await engine.search_documents("alpha echo", embedding=query, k=20)
             by_doc = dict(zip(live, exact.tolist(), strict=True))
             assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)
+    assert bool(ranges) == split
 
 
 @pytest.mark.parametrize(("rows", "threaded"), [(1_000, False), (7_000, False), (9_000, True)])

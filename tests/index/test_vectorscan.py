@@ -1,8 +1,9 @@
 """A large view's cosine scan split between threads (``index/vectorscan.py``) gives one scan's
 rows and scores, bit for bit: over rows that tie across the ranges' bounds, zero rows, masks and
 depths past a range's rows; a busy pool is not waited for; scans running at once share the
-threads; a forked child scans with a pool of its own; and the engine's threaded vector and
-fused queries over split scans equal the exact reference."""
+threads; a forked child scans with a pool of its own; a pool that takes no work is scanned
+around. The engine's threaded queries over split scans: tests/engine/test_search.py
+(``test_fused_semantic_scores_are_exact_over_several_segments``)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-import trio
 
-from hmsengine import Engine
-from hmsengine.engine import indexer as indexer_module
-from hmsengine.engine import readers
 from hmsengine.index import vectorscan
-from hmsengine.kernels import reference
 from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_rows
 
 
@@ -118,43 +114,6 @@ def test_a_forked_child_scans_with_a_pool_of_its_own(small_ranges: list[tuple[in
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-
-
-async def test_threaded_vector_queries_over_split_scans_are_exact(
-        small_ranges: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch,
-        no_merges: None) -> None:
-    """Every query in a worker thread (``INLINE_WORK`` 0), every view's scan split: vector-only
-    and fused hits carry the exact reference's documents and cosines, over several segments and
-    a tail, with a deleted document."""
-    monkeypatch.setattr(readers, "INLINE_WORK", 0)
-    monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)
-    rng = np.random.default_rng(35)
-    vectors = l2_normalise_rows(rng.standard_normal((600, 24)))
-    words = ["alpha", "bravo", "charlie", "delta", "echo"]
-    async with Engine.open(None) as engine:
-        for lo in range(0, 600, 200):
-            await engine.put_documents([
-                {"id": f"d{n}", "text": f"{words[n % 5]} {words[n % 3]}",
-                 "embedding": vectors[n].tolist()} for n in range(lo, lo + 200)])
-            with trio.fail_after(30):
-                while lo < 400 and engine._indexer.snapshot.tail:
-                    await trio.sleep(0.01)
-        await engine.delete_document("d3")
-        live = [n for n in range(600) if n != 3]
-        for _ in range(5):
-            query = l2_normalise(rng.standard_normal(24))
-            exact = reference.cosine_exact_rows(vectors, np.asarray(live, dtype=np.int32),
-                                                query.astype(np.float64))
-            best = sorted(zip(exact.tolist(), live, strict=True),
-                          key=lambda sn: (-sn[0], sn[1]))[:10]
-            small_ranges.clear()
-            hits = await engine.search_documents("", embedding=query, k=10)
-            assert small_ranges  # the scans were split
-            assert [h.id for h in hits] == [f"d{n}" for _, n in best]
-            assert [h.semantic for h in hits] == [s for s, _ in best]
-            fused = await engine.search_documents("alpha echo", embedding=query, k=20)
-            by_doc = dict(zip(live, exact.tolist(), strict=True))
-            assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)
 
 
 def test_a_pool_that_takes_no_work_scans_alone(small_ranges: list[tuple[int, int]],

@@ -235,15 +235,27 @@ def test_maxscore_finishes_common_terms_on_few_candidates(seed: int, k: int,
     ids = np.array([0, 1, 2, 3, 4], dtype=np.int32)
     w = np.array([9.0, 0.1, 0.2, 0.05, 0.3])
     allowed = ((rng.random(n) < 0.8) if deleted else np.ones(n, bool)).astype(np.uint8)
+    _maxscore_is_the_reference(offsets, doc_ids, tfs, norms, norms, ids, w, allowed, deleted, k)
+
+
+def _maxscore_is_the_reference(offsets: np.ndarray, doc_ids: np.ndarray, tfs: np.ndarray,
+                               norms: Any, per_document: np.ndarray, ids: np.ndarray,
+                               w: np.ndarray, allowed: np.ndarray, check: bool, k: int) -> None:
+    """One segment's ``bm25_segment_topk`` with MaxScore forced equals the reference top k
+    (``per_document``: the same norms per document), bit for bit; the scratch left clean."""
+    n = allowed.shape[0]
     top_s, top_d, top_n = np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64)
     acc, seen, touched = bm25.new_scratch(n)
-    pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, deleted,
+    pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, check,
                               np.arange(n, dtype=np.int64), top_s, top_d, top_n, acc, seen,
                               touched, 0, 0)
     assert not acc.any() and not seen.any()
-    ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, norms, ids, w, allowed)
+    got = int(top_n[0])
+    topk.topk_finish(top_s, top_d, got)
+    ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, per_document, ids, w, allowed)
     want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), k)
-    assert top_d.tolist() == want_d.tolist() and top_s.tobytes() == want_s.tobytes()
+    assert top_d[:got].tolist() == want_d.tolist()
+    assert top_s[:got].tobytes() == want_s.tobytes()
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.sampled_from([1, 5, 10, 40]), deleted=st.booleans(),
@@ -269,18 +281,8 @@ def test_a_last_common_term_with_no_bar_is_read_once(seed: int, k: int, deleted:
     per_document = bm25.bm25_norms(lens, float(lens.mean()))
     lengths, codes = length_codes(lens)
     for norms in (per_document, (bm25.bm25_norms(lengths, float(lens.mean())), codes)):
-        top_s, top_d, top_n = np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64)
-        acc, seen, touched = bm25.new_scratch(n)
-        pruning.bm25_segment_topk(offsets, doc_ids, tfs, norms, ids, w, allowed, deleted,
-                                  np.arange(n, dtype=np.int64), top_s, top_d, top_n, acc, seen,
-                                  touched, 0, 0)
-        assert not acc.any() and not seen.any()
-        topk.topk_finish(top_s, top_d, int(top_n[0]))
-        ref, hit = reference.bm25_scores(offsets, doc_ids, tfs, per_document, ids, w, allowed)
-        want_s, want_d = reference.ranked(ref[hit], np.flatnonzero(hit), k)
-        got = int(top_n[0])
-        assert top_d[:got].tolist() == want_d.tolist()
-        assert top_s[:got].tobytes() == want_s.tobytes()
+        _maxscore_is_the_reference(offsets, doc_ids, tfs, norms, per_document, ids, w, allowed,
+                                   deleted, k)
 
 
 def _relabel(s: dict[str, Any], perm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
