@@ -53,11 +53,12 @@ def cosine_rows(matrix: np.ndarray, query: np.ndarray, allowed: np.ndarray, has:
     first, ties by row. ``inline`` (on the event loop's thread): one scan keeping the GIL.
     Otherwise a view of at least ``2 * SPLIT_ENTRIES`` entries is scanned in ranges of at least
     ``SPLIT_ENTRIES``, one per thread the other running scans leave free (module docstring)."""
-    parts = 1 if inline else min(scan_threads(), matrix.size // SPLIT_ENTRIES)
+    threads = 1 if inline else scan_threads()
+    parts = min(threads, matrix.size // SPLIT_ENTRIES)
     if parts <= 1:
         return cosine_topk(matrix, query, allowed, depth, has, held=inline)
     with _lock:
-        parts = min(parts, scan_threads() - _scans[0])
+        parts = min(parts, threads - _scans[0])
         _scans[0] += 1
     try:
         if parts <= 1:

@@ -13,7 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hmsengine.kernels.bm25 import bm25_score_docs
-from hmsengine.kernels.cosine import cosine_exact_rows
+from hmsengine.kernels.cosine import cosine_exact_into
+from hmsengine.kernels.filters import sorted_numbers
 from hmsengine.kernels.jit import inline, jit_held
 from hmsengine.kernels.norms import Norms
 
@@ -145,56 +146,34 @@ def fuse_one_view(lexical_docs: npt.NDArray[np.int64], cosine_docs: npt.NDArray[
                   semantic_weight: float, cosine_scored: bool, rrf_k: int,
                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
                              npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """The weighted RRF of a query over one segment view, the steps ``index/search._fuse``
-    takes for several views in one call (the same arithmetic in the same order, so the same
-    bits): the candidates (the distinct numbers of both signals' top lists, ascending), each
-    candidate's exact BM25 score (``bm25_score_docs``; ranked where above 0) when ``weights``
-    is not empty (the query has terms), its exact cosine (``cosine_exact_rows``; ranked where
-    ``has``) when ``cosine_scored``, and each signal's shares (``rrf_shares``: lexical, then
+    """The weighted RRF of a query over one segment view in one call: the kernels
+    ``index/search._fuse`` calls one by one for several views, called here in the same order
+    (so the same bits): the candidates (``filters.sorted_numbers`` of both signals' top lists)
+    and their local numbers (``view_locals``); each candidate's exact BM25 score
+    (``bm25_score_docs``, kept where above 0 by ``scatter_positive``) when ``weights`` is not
+    empty (the query has terms); its exact cosine (``cosine.cosine_exact_into``: ranked where
+    ``has``) when ``cosine_scored``; each signal's shares (``rrf_shares``: lexical, then
     cosine). Returns ``(candidates, total, bm25 scores, cosine scores)``, 0.0 where a signal
     does not rank a candidate. Every number of the lists must be one of ``docnums`` (the
-    view's local -> global numbers, ascending)."""
+    view's local -> global numbers, ascending): ValueError otherwise."""
     both = np.empty(lexical_docs.shape[0] + cosine_docs.shape[0], dtype=np.int64)
     both[:lexical_docs.shape[0]] = lexical_docs
     both[lexical_docs.shape[0]:] = cosine_docs
-    both.sort()
-    n = 0
-    for i in range(both.shape[0]):
-        if n == 0 or both[i] != both[n - 1]:
-            both[n] = both[i]
-            n += 1
-    candidates = both[:n].copy()
-    local = np.empty(n, dtype=np.int32)
-    at = 0
-    for i in range(n):
-        at = _lower_bound(docnums, at, docnums.shape[0], candidates[i])
-        if at == docnums.shape[0] or docnums[at] != candidates[i]:
-            raise ValueError("a fused candidate is not one of the view's documents")
-        local[i] = at
-    lexical = np.zeros(n, dtype=np.float64)
-    lexical_ranked = np.zeros(n, dtype=np.bool_)
+    candidates = sorted_numbers(both)
+    n = candidates.shape[0]
+    local, places = view_locals(docnums, candidates, 0)
+    if local.shape[0] != n:
+        raise ValueError("a fused candidate is not one of the view's documents")
     total = np.zeros(n, dtype=np.float64)
+    lexical = np.zeros(n, dtype=np.float64)
     if weights.shape[0] > 0:
-        scores = bm25_score_docs(offsets, doc_ids, tfs, norms, terms, weights, local)
-        for i in range(n):
-            if scores[i] > 0.0:  # every BM25 match scores > 0 (idf > 0, tf > 0)
-                lexical[i] = scores[i]
-                lexical_ranked[i] = True
+        lexical_ranked = np.zeros(n, dtype=np.bool_)
+        scatter_positive(lexical, lexical_ranked, places,
+                         bm25_score_docs(offsets, doc_ids, tfs, norms, terms, weights, local))
         rrf_shares(total, lexical, lexical_ranked, lexical_weight, rrf_k)
     cosine = np.zeros(n, dtype=np.float64)
     if cosine_scored:
         cosine_ranked = np.zeros(n, dtype=np.bool_)
-        rows = np.empty(n, dtype=np.int32)
-        places = np.empty(n, dtype=np.int64)
-        m = 0
-        for i in range(n):
-            if has[local[i]] != 0:
-                rows[m] = local[i]
-                places[m] = i
-                m += 1
-        exact = cosine_exact_rows(matrix, rows[:m], query)
-        for i in range(m):
-            cosine[places[i]] = exact[i]
-            cosine_ranked[places[i]] = True
+        cosine_exact_into(matrix, local, has[local], places, query, cosine, cosine_ranked)
         rrf_shares(total, cosine, cosine_ranked, semantic_weight, rrf_k)
     return candidates, total, lexical, cosine
