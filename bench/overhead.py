@@ -89,6 +89,11 @@ from hmsengine.kernels.cosine import cosine_topk, l2_normalise, l2_normalise_row
 from hmsengine.kernels.pruning import DENSE_RATIO, PRUNE_MIN_POSTINGS, bm25_segment_topk
 from hmsengine.kernels.topk import topk_finish
 
+try:  # the scan through int8 codes (absent from engines before it)
+    from hmsengine.kernels.quantized import quantize_rows, quantized_topk
+except ImportError:  # pragma: no cover - an older engine on PYTHONPATH
+    quantize_rows = quantized_topk = None
+
 try:  # the plain-BM25 lane (absent from engines before it, which this script also times)
     from hmsengine.index import lane
     from hmsengine.kernels import lane as lane_kernel
@@ -514,8 +519,8 @@ def coldstart(path: Path, corpus: Corpus, repeats: int) -> dict[str, Any]:
 # -- vectors ---------------------------------------------------------------------------------------
 
 
-SCAN_10 = "the engine's scan alone (depth 10; vectorscan.cosine_rows, split between threads " \
-    "above INLINE_WORK)"
+SCAN_10 = "the engine's scan alone (depth 10; vectorscan.cosine_rows: through the int8 codes, " \
+    "split between threads above INLINE_WORK)"
 SCAN_100 = "the engine's scan alone (depth 100, as fused)"
 VECTOR_STEPS = ("vector only, step: build_query (validation, normalising the vector)",
                 "vector only, step: prepare",
@@ -553,8 +558,12 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
         snap = engine._indexer.snapshot
         seg_views = [v for v in snap.views if v.segment.embeddings is not None]
         # As the engine scans: on the event loop's thread below INLINE_WORK, else split
-        # between threads (index/vectorscan.py; timed here without the thread hop).
-        inline = sum(v.segment.embeddings.size for v in seg_views) \
+        # between threads (index/vectorscan.py; timed here without the thread hop), through the
+        # rows' int8 codes where the segment has them (made when the builder landed it).
+        coded = [getattr(v.segment, "vector_codes_if_built", None) is not None for v in seg_views]
+        inline = sum(v.segment.embeddings.size // (getattr(vectorscan, "CODES_COST_RATIO", 1) if c
+                                                    else 1)
+                     for v, c in zip(seg_views, coded, strict=True)) \
             // executor.VECTOR_ENTRIES_PER_WORK <= readers.INLINE_WORK
         texts = corpus.queries["mid"]
         clock = time.perf_counter_ns
@@ -585,13 +594,15 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
                     t = clock()
                     for view in seg_views:
                         seg = view.segment
+                        codes = getattr(seg, "vector_codes_if_built", None)
                         vectorscan.cosine_rows(seg.embeddings, v, view.live, seg.has_embedding,
-                                               depth, inline=inline)
+                                               depth, inline, *([codes] if codes else []))
                     lat[name].append((clock() - t) / 1000)
                 for name, ns in zip(VECTOR_STEPS, await _vector_steps(engine, snap, v),
                                     strict=True):
                     lat.setdefault(name, []).append(ns / 1000)
         out["segments"] = len(seg_views)
+        out["segments_with_int8_codes"] = sum(coded)
         out["p50_us"] = {k: float(np.median(x)) for k, x in lat.items()}
     p = out["p50_us"]
     out["vector_overhead_us"] = (p["vector only: search_documents('', embedding=v)"]
@@ -616,13 +627,38 @@ def cosine_part(rows: int, dim: int, repeats: int, seed: int) -> dict[str, Any]:
     index.add(matrix)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
-    ours = lambda q: cosine_topk(matrix, q, allowed, K)[1]  # noqa: E731
-    theirs = lambda q: index.search(q[None, :], K)[1][0]  # noqa: E731
-    same = float(np.mean([len(set(ours(q).tolist()) & set(theirs(q).tolist())) / K
-                          for q in queries]))
-    runs: dict[str, list[float]] = {"hmsengine cosine_topk": [], "faiss IndexFlatIP 1 thread": []}
+    # The same job through 8-bit codes, each the way its users run it: hmsengine's exact scan
+    # (every row bounded by its codes, the rows that can reach the top 10 scored from float32:
+    # the same answer as cosine_topk, checked below) and faiss's scalar quantizer with its flat
+    # refinement of the best 10 x K by the codes (approximate: its agreement is reported).
+    fns = {"hmsengine cosine_topk": lambda q: cosine_topk(matrix, q, allowed, K)[1],
+           "faiss IndexFlatIP 1 thread": lambda q: index.search(q[None, :], K)[1][0]}
+    made: dict[str, float] = {}
+    codes_equal = None
+    if quantize_rows is not None:
+        started = time.perf_counter()
+        codes = quantize_rows(matrix)
+        made["hmsengine quantize_rows"] = time.perf_counter() - started
+        sq8 = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit,
+                                         faiss.METRIC_INNER_PRODUCT)
+        refined = faiss.IndexRefineFlat(sq8)
+        started = time.perf_counter()
+        refined.train(matrix)
+        refined.add(matrix)
+        made["faiss train and add (IndexRefineFlat of SQ8)"] = time.perf_counter() - started
+        refined.k_factor = 10
+        fns[CODES_HMS] = lambda q: quantized_topk(codes, matrix, q, allowed, allowed, K)[1]
+        fns[CODES_FAISS] = lambda q: refined.search(q[None, :], K)[1][0]
+        codes_equal = all(
+            quantized_topk(codes, matrix, q, allowed, allowed, K)[0].tobytes()
+            == cosine_topk(matrix, q, allowed, K)[0].tobytes() for q in queries)
+    exact = [fns["hmsengine cosine_topk"](q) for q in queries]
+    agreement = {name: float(np.mean([len(set(fn(q).tolist()) & set(e.tolist())) / K
+                                      for q, e in zip(queries, exact, strict=True)]))
+                 for name, fn in fns.items()}
+    runs: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        for name, fn in (("hmsengine cosine_topk", ours), ("faiss IndexFlatIP 1 thread", theirs)):
+        for name, fn in fns.items():
             gc.collect()
             start = time.perf_counter()
             for q in queries:
@@ -633,7 +669,16 @@ def cosine_part(rows: int, dim: int, repeats: int, seed: int) -> dict[str, Any]:
     return {"rows": rows, "dim": dim, "queries": len(queries), "qps_runs": runs, "qps": qps,
             "hms_over_faiss": ratio(qps["hmsengine cosine_topk"],
                                     qps["faiss IndexFlatIP 1 thread"]),
-            "top10_agreement": same}
+            "hms_codes_over_faiss_flat": ratio(qps.get(CODES_HMS),
+                                               qps["faiss IndexFlatIP 1 thread"]),
+            "hms_codes_over_faiss_sq8_refine": ratio(qps.get(CODES_HMS), qps.get(CODES_FAISS)),
+            "top10_agreement_with_exact": agreement,
+            "top10_agreement": agreement["faiss IndexFlatIP 1 thread"],
+            "codes_scores_equal_to_cosine_topk": codes_equal, "seconds_to_make_codes": made}
+
+
+CODES_HMS = "hmsengine exact scan through int8 codes (quantized_topk), 1 thread"
+CODES_FAISS = "faiss IndexRefineFlat(IndexScalarQuantizer 8 bit), k_factor 10, 1 thread"
 
 
 # -- the run ---------------------------------------------------------------------------------------

@@ -194,9 +194,21 @@ def section_overhead(res: Result) -> str:
     if isinstance(cos, dict):
         out.append(f"\nCosine top 10 over {fmt_num(cos.get('rows'), ',')} x {cos.get('dim')} "
                    "float32, one query at a time (aim: within 1.2x of faiss 1 thread):\n")
-        out.append(markdown_table(["method", "queries/s"], [
-            [k, fmt_num(v, ",.1f")] for k, v in (cos.get("qps") or {}).items()]
-            + [["hmsengine / faiss", fmt_ratio(cos.get("hms_over_faiss"))],
-               ["top-10 agreement", fmt_num(cos.get("top10_agreement"), ".3f")]]))
+        agree = cos.get("top10_agreement_with_exact") or {}
+        out.append(markdown_table(["method", "queries/s", "top-10 agreement with exact"], [
+            [k, fmt_num(v, ",.1f"), fmt_num(agree.get(k), ".3f")]
+            for k, v in (cos.get("qps") or {}).items()]
+            + [["hmsengine cosine_topk / faiss IndexFlatIP", fmt_ratio(cos.get("hms_over_faiss")),
+                ""],
+               ["hmsengine through int8 codes / faiss IndexFlatIP",
+                fmt_ratio(cos.get("hms_codes_over_faiss_flat")), ""],
+               ["hmsengine through int8 codes / faiss SQ8 + refine",
+                fmt_ratio(cos.get("hms_codes_over_faiss_sq8_refine")), ""]]))
+        if cos.get("codes_scores_equal_to_cosine_topk") is not None:
+            out.append(f"\nScores through the codes equal to `cosine_topk`'s, bit for bit: "
+                       f"{cos.get('codes_scores_equal_to_cosine_topk')}; seconds to make the "
+                       f"codes: " + ", ".join(f"{k} {fmt_num(v, '.1f')}" for k, v in
+                                               (cos.get("seconds_to_make_codes") or {}).items())
+                       + ".\n")
     out.append("\n" + aims_table(res))
     return "\n".join(out)

@@ -258,7 +258,6 @@ class Indexer:
                 progress(start, len(missing))
             chunk = missing[start:start + REBUILD_CHUNK]
             segment = await trio.to_thread.run_sync(self._build_chunk, chunk, table.embedding_dim)
-            segment = attrs.evolve(segment, docnums=np.asarray([e[KEY] for _, e in chunk], dtype=np.int64))
             for doc_id, entry in chunk:
                 self.docnum_of[doc_id] = entry[KEY]
             views.append(SegmentView.fresh(segment))
@@ -314,7 +313,7 @@ class Indexer:
             self.docnum_of.adopt_base(table.entries.row_map, rows, numbers)
         else:
             self.docnum_of.update(zip([ids[r] for r in rows.tolist()], numbers.tolist(), strict=True))
-        return [(attrs.evolve(segment, ids=swapped), file, dead)
+        return [(segment.with_ids(swapped), file, dead)
                 for segment, file, (swapped, dead) in out]
 
     def _adopt(self, segment: Segment) -> list[int]:
@@ -417,13 +416,17 @@ class Indexer:
                                                 embedding_dim=embedding_dim), ids=True)
 
     def _build_chunk(self, chunk: list[tuple[str, DocEntry]], embedding_dim: int | None) -> Segment:
+        """A segment of ``chunk``'s documents, numbered by their keys, ready for queries.
+        Worker thread (an open that indexes documents its files did not hold)."""
         core = self._core
         texts = [core.read_text(*e[:3]) for _, e in chunk]
-        return build_segment(
+        segment = build_segment(
             self.analyzer, ids=[i for i, _ in chunk], texts=texts,
             embeddings=[e[EMBEDDING] for _, e in chunk], first_docnum=0,
             dim=self.dim, embedding_dim=embedding_dim,
         )
+        return ready_for_queries(attrs.evolve(
+            segment, docnums=np.asarray([e[KEY] for _, e in chunk], dtype=np.int64)))
 
     # -- the index-builder actor -----------------------------------------------------------
 

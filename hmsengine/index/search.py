@@ -160,7 +160,10 @@ def prepare(snap: Snapshot, q: Query) -> Prepared:
                 work += built.lengths(q.ngram[0].astype(np.int64)) if built is not None \
                     else 10 ** 9
             if q.embedding is not None and seg.embeddings is not None:
-                work += seg.embeddings.size // VECTOR_ENTRIES_PER_WORK
+                entries = seg.embeddings.size
+                if seg.vector_codes_if_built is not None:  # scanned through them: cheaper
+                    entries //= vectorscan.CODES_COST_RATIO
+                work += entries // VECTOR_ENTRIES_PER_WORK
     if q.candidates is not None:
         # The filtered path scores only the candidates (a binary search per term and document).
         work = sum(int(c.size) for c in q.candidates.values()) * max(len(rows), 1) * 16
@@ -301,8 +304,10 @@ def _cosine(snap: Snapshot, q: Query, depth: int,
             if docs is not None:
                 mask[docs] = allowed[docs]
             allowed = mask
+        # Inline, the int8 codes only if a worker thread made them (never on the event loop).
+        codes = seg.vector_codes_if_built if inline else seg.vector_codes
         scores, rows = vectorscan.cosine_rows(seg.embeddings, q.embedding, allowed,
-                                              seg.has_embedding, depth, inline)
+                                              seg.has_embedding, depth, inline, codes)
         parts.append((scores, seg.docnums[rows]))
     if len(parts) == 1:  # already in merge_topk's order: a view's numbers ascend with its rows
         return parts[0]

@@ -3,7 +3,8 @@
 BM25 and sparse dot-product scoring over CSR postings (``bm25``, pruned per segment in
 ``pruning``, over every segment of a snapshot in one call in ``lane`` through a table of array
 addresses, ``address``; a segment's length norms read per document or by length, ``norms``),
-deterministic top-k (``topk``), brute-force cosine (``cosine``), hashed character n-grams
+deterministic top-k (``topk``), brute-force cosine (``cosine``, and the same top k read
+first through int8 codes of the rows: ``quantized``), hashed character n-grams
 (``ngram``), the ASCII batch tokenizer the analyzer indexes with (``tokenize``), a merge's
 postings by a counting sort (``merge``) and a search filter's documents per view (``filters``).
 ``reference`` holds slow plain-numpy versions that the tests compare the kernels against.

@@ -12,7 +12,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hmsengine.kernels import bm25, cosine, filters, fusion, lane, merge, ngram, pruning, tokenize, topk
+from hmsengine.kernels import (
+    bm25,
+    cosine,
+    filters,
+    fusion,
+    lane,
+    merge,
+    ngram,
+    pruning,
+    quantized,
+    tokenize,
+    topk,
+)
 from hmsengine.kernels.norms import length_codes
 
 
@@ -210,6 +222,9 @@ def _vectors(between: Callable[[], None]) -> None:
         for held in (False, True):
             cosine.cosine_topk(m, query, allowed, 2, has, held=held)
         cosine.cosine_exact_rows(m, np.array([0, 2], dtype=np.int32), query.astype(np.float64))
+        codes = quantized.quantize_rows(m)  # always made in the process: writable
+        for held in (False, True):
+            quantized.quantized_topk(codes, m, query, allowed, has, 2, held=held)
         between()
 
 

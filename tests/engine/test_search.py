@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 from collections import Counter
 
 import pytest
@@ -524,21 +525,34 @@ async def test_a_query_of_more_new_terms_than_the_memo_holds(monkeypatch):
         assert sorted(memo) == words[8:14]
 
 
-@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize(("split", "codes"), [(False, False), (True, False), (False, True),
+                                               (True, True)])
 async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch, no_merges,
-                                                                     split):
+                                                                     split, codes):
     """Vector and fused hits carry each document's exact float64 cosine, whatever view holds it
     (several segments and the unfolded tail). ``split``: every query in a worker thread and
     every view's cosine scan split between three threads (index/vectorscan.py, its ranges made
-    small): the same exact answers."""
+    small). ``codes``: every segment's rows get int8 codes (``Segment.vector_codes``, made by
+    the folds; inline, the tail's are not made, threaded they are), which its scans read
+    first. The same exact answers."""
     import numpy as np
 
     from hmsengine.engine import readers
-    from hmsengine.index import vectorscan
+    from hmsengine.index import segment, vectorscan
     from hmsengine.kernels import reference
     from hmsengine.kernels.cosine import l2_normalise, l2_normalise_rows
 
     monkeypatch.setattr(indexer_module, "CONSOLIDATE_IDLE_SECONDS", 3600.0)  # keep the segments
+    if codes:
+        monkeypatch.setattr(segment, "QUANTIZE_MIN_ROWS", 1)
+    coded: list[bool] = []
+    real_quantized = vectorscan.quantized_topk
+
+    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        coded.append(True)
+        return real_quantized(*args, **kwargs)
+
+    monkeypatch.setattr(vectorscan, "quantized_topk", recorded)
     ranges: list[int] = []
     if split:
         real_range = vectorscan._range
@@ -577,20 +591,59 @@ async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch
             by_doc = dict(zip(live, exact.tolist(), strict=True))
             assert fused and all(h.semantic == by_doc[int(h.id[1:])] for h in fused)
     assert bool(ranges) == split
+    assert bool(coded) == codes
 
 
-@pytest.mark.parametrize(("rows", "threaded"), [(1_000, False), (7_000, False), (9_000, True)])
+@pytest.mark.parametrize("persisted", [False, True])
+async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monkeypatch,
+                                                                 persisted):
+    """Segments read back from their files (``persisted``), or indexed again at the open, get
+    their int8 codes in the opening's worker threads (``ready_for_queries``), and the scans
+    through them give the exact cosine ranking, before and after a deletion."""
+    import numpy as np
+
+    from hmsengine.index import segment
+    from hmsengine.kernels import reference
+    from hmsengine.kernels.cosine import l2_normalise, l2_normalise_rows
+
+    monkeypatch.setattr(segment, "QUANTIZE_MIN_ROWS", 100)
+    rng = np.random.default_rng(11)
+    vectors = l2_normalise_rows(rng.standard_normal((400, 32)))
+    vectors[50:60] = vectors[7]  # ties: the lower number first
+    async with Engine.open(tmp_path / "s") as engine:
+        await engine.put_documents([{"id": f"d{n}", "text": WORDS[n % 10],
+                                     "embedding": vectors[n].tolist()} for n in range(400)])
+    if not persisted:  # the index files gone: the open indexes every document again
+        shutil.rmtree(tmp_path / "s" / "gen-00000001" / "index")
+    async with Engine.open(tmp_path / "s") as engine:
+        assert (engine._indexer.loaded_documents > 0) == persisted
+        views = engine._indexer.snapshot.views
+        assert views and all(v.segment.vector_codes_if_built is not None for v in views)
+        await engine.delete_document("d52")
+        live = [n for n in range(400) if n != 52]
+        for query in [vectors[7].copy(), *(l2_normalise(rng.standard_normal(32)) for _ in range(4))]:
+            exact = reference.cosine_exact_rows(vectors, np.asarray(live, dtype=np.int32),
+                                                query.astype(np.float64))
+            best = sorted(zip(exact.tolist(), live, strict=True), key=lambda sn: (-sn[0], sn[1]))
+            hits = await engine.search_documents("", embedding=query, k=15)
+            assert [h.id for h in hits] == [f"d{n}" for _, n in best[:15]]
+
+
+@pytest.mark.parametrize(("rows", "threaded"), [(1_000, False), (7_000, False), (14_000, False),
+                                               (17_000, True)])
 async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch, rows, threaded):
     """A vector entry counts as 1/48 of a unit of estimated work (index/search.py
-    VECTOR_ENTRIES_PER_WORK): a 384-dim query over up to ~7.5k rows (~0.5 ms of kernel) runs on
-    the event loop, as lexical work of that cost does, instead of paying a thread round trip;
-    a larger one goes to a worker thread. Vector-only and fused queries alike. Inline, the
-    cosine kernel keeps the GIL (its twin): released on the event loop, it went to any busy
-    Python thread for a switch interval (5 ms)."""
+    VECTOR_ENTRIES_PER_WORK), and half that when the segment's rows have int8 codes (from
+    ``QUANTIZE_MIN_ROWS`` rows: index/vectorscan.py CODES_COST_RATIO): a 384-dim query over up
+    to ~7.5k rows without codes, ~15k with (~0.5 ms of kernel), runs on the event loop, as
+    lexical work of that cost does, instead of paying a thread round trip; a larger one goes
+    to a worker thread. Vector-only and fused queries alike. Inline, the scan keeps the GIL
+    (the kernels' twins): released on the event loop, it went to any busy Python thread for a
+    switch interval (5 ms)."""
     import numpy as np
 
     from hmsengine.engine import readers
-    from hmsengine.index import search, vectorscan
+    from hmsengine.index import search, segment, vectorscan
     from hmsengine.kernels.cosine import l2_normalise_rows
 
     vectors = l2_normalise_rows(np.random.default_rng(rows).standard_normal((rows, 384)))
@@ -602,8 +655,10 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
         return await real(fn, *args, **kwargs)
 
     async with Engine.open(None, analyzer="simple") as engine:
-        await engine.put_documents([{"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}",
-                                     "embedding": vectors[n]} for n in range(rows)])
+        for lo in range(0, rows, 10_000):  # a put takes at most 10,000 documents
+            await engine.put_documents([
+                {"id": f"d{n}", "text": f"{WORDS[n % 10]} {WORDS[n % 7]}",
+                 "embedding": vectors[n]} for n in range(lo, min(lo + 10_000, rows))])
         with trio.fail_after(30):
             while engine._indexer.snapshot.tail:  # folded: no tail for a search to wait on
                 await trio.sleep(0.01)
@@ -612,21 +667,31 @@ async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch,
         q = readers.build_query(engine._indexer, "", k=10, embedding=vectors[0], ids=None,
                                 metadata=None, semantic=None, lexical_weight=1.0,
                                 semantic_weight=1.0)
+        coded = [v.segment.vector_codes_if_built is not None for v in snap.views]
+        # The fold made the codes in its worker thread (a segment of enough rows only).
+        assert coded == [v.segment.n_docs >= segment.QUANTIZE_MIN_ROWS for v in snap.views]
         assert search.prepare(snap, q).work == sum(
-            v.segment.embeddings.size // search.VECTOR_ENTRIES_PER_WORK for v in snap.views)
+            v.segment.embeddings.size // (vectorscan.CODES_COST_RATIO if c else 1)
+            // search.VECTOR_ENTRIES_PER_WORK for v, c in zip(snap.views, coded, strict=True))
         monkeypatch.setattr(readers.trio.to_thread, "run_sync", counted)
         held = []
-        real_topk = vectorscan.cosine_topk
 
-        def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
-            held.append(kwargs["held"])
-            return real_topk(*args, **kwargs)
+        def recording(name):  # type: ignore[no-untyped-def]
+            real_kernel = getattr(vectorscan, name)
 
-        monkeypatch.setattr(vectorscan, "cosine_topk", recorded)
+            def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+                held.append((name, kwargs["held"]))
+                return real_kernel(*args, **kwargs)
+
+            monkeypatch.setattr(vectorscan, name, recorded)
+
+        recording("cosine_topk")
+        recording("quantized_topk")
         vector_only = await engine.search_documents("", embedding=vectors[5], k=3)
         fused = await engine.search_documents("alpha", embedding=vectors[5], k=3)
         assert hops == (["run", "run"] if threaded else [])
-        assert held == [not threaded] * 2 * len(snap.views)
+        kernels = ["quantized_topk" if c else "cosine_topk" for c in coded]
+        assert held == [(name, not threaded) for name in kernels] * 2
     assert vector_only[0].id == "d5" and fused
 
 
