@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 from collections import Counter
@@ -629,8 +630,15 @@ async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monke
             assert [h.id for h in hits] == [f"d{n}" for _, n in best[:15]]
 
 
-@pytest.mark.parametrize(("rows", "threaded"), [(1_000, False), (7_000, False), (14_000, False),
-                                               (17_000, True)])
+_LARGE_WITHOUT_JIT = pytest.mark.skipif(
+    os.environ.get("NUMBA_DISABLE_JIT") == "1",
+    reason="the inline threshold is the compiled kernels' cost; in plain Python this store's "
+           "codes and scans take minutes")
+
+
+@pytest.mark.parametrize(("rows", "threaded"), [
+    (1_000, False), (7_000, False), pytest.param(14_000, False, marks=_LARGE_WITHOUT_JIT),
+    pytest.param(17_000, True, marks=_LARGE_WITHOUT_JIT)])
 async def test_a_vector_query_runs_inline_while_its_kernel_is_small(monkeypatch, rows, threaded):
     """A vector entry counts as 1/48 of a unit of estimated work (index/search.py
     VECTOR_ENTRIES_PER_WORK), and half that when the segment's rows have int8 codes (from

@@ -7,7 +7,18 @@ import os
 
 import pytest
 
-from hmsengine.kernels import bm25, cosine, filters, fusion, lane, ngram, pruning, tokenize, topk
+from hmsengine.kernels import (
+    bm25,
+    cosine,
+    filters,
+    fusion,
+    lane,
+    ngram,
+    pruning,
+    quantized,
+    tokenize,
+    topk,
+)
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
                                 reason="without the JIT the kernels are plain Python functions")
@@ -51,6 +62,7 @@ def test_the_norms_kernel_keeps_the_gil() -> None:
     (bm25.sparse_score_docs_held, bm25.sparse_score_docs),
     (topk.topk_touched_held, topk.topk_touched),
     (ngram._ngram_features_held, ngram._ngram_features),
+    (quantized._quantized_topk_held, quantized._quantized_topk),
 ], ids=lambda k: k.__name__)
 def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no-untyped-def]
     """The general path's kernels have twins for its inline calls (jit.held_twin): the same
@@ -63,7 +75,7 @@ def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no
 
 @pytest.mark.parametrize("kernel", [
     pruning.bm25_segment_topk, bm25.bm25_accumulate, bm25.build_postings, cosine._cosine_topk,
-    ngram.csr_transpose, tokenize.ascii_tokens,
+    ngram.csr_transpose, tokenize.ascii_tokens, quantized.quantize_rows,
 ], ids=lambda k: k.__name__)
 def test_the_kernels_worker_threads_run_release_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
     """The kernels that run long in worker threads (large queries, tokenizing, building,
