@@ -391,10 +391,30 @@ def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int
     matrix = None
     if embedding_dim is not None and has_arr.any():
         matrix = np.ascontiguousarray(np.concatenate(rows)[perm], dtype=np.float32)
-    return Segment(
+    merged = Segment(
         ids=tuple(ids) if in_order else tuple(map(ids.__getitem__, perm.tolist())),
         docnums=keys[perm], vocab=vocab, terms=terms,
         doc_lens=(np.concatenate(lens)[perm] if lens else np.zeros(0, np.int32)).astype(np.int32),
         df=np.diff(terms.offsets).astype(np.int64), forward=_forward(terms, n),
         ngrams=ngrams, embeddings=matrix, has_embedding=has_arr,
     )
+    if matrix is not None and n >= QUANTIZE_MIN_ROWS and matrix.shape[1] <= MAX_DIMENSIONS:
+        merged._vector_codes.append(_merged_codes(segments, keeps, rows, perm))
+    return merged
+
+
+def _merged_codes(segments: Sequence[Segment], keeps: Sequence[npt.NDArray[np.bool_]],
+                  rows: Sequence[F32], perm: I64) -> Quantized:
+    """The merged rows' int8 codes (``quantize_rows`` of the merged matrix, row for row): each
+    part's kept rows of the codes it has, the others' made (a small segment's, or zero rows),
+    in the merged order. Codes are a row's alone, so the same arrays as coding the merged matrix
+    again, at a fraction of its cost (~1.1 us a row of 384): a document is merged ~7-11 times
+    in its life."""
+    parts = []
+    for seg, keep, kept_rows in zip(segments, keeps, rows, strict=True):
+        built = seg.vector_codes_if_built
+        parts.append(quantize_rows(kept_rows) if built is None
+                     else tuple(column[keep] for column in built))
+    codes, scales, errors, norms = (np.concatenate(column)[perm] for column in zip(*parts,
+                                                                                   strict=True))
+    return np.ascontiguousarray(codes), scales, errors, norms

@@ -165,3 +165,40 @@ def test_merged_postings_are_a_stable_sort_by_column(seed: int) -> None:
     assert got.doc_ids.dtype == np.int32 and got.values.dtype == np.float32
     assert got.doc_ids.tolist() == want[1].tolist()
     assert got.values.tobytes() == want[2].tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_merge_gathers_the_rows_int8_codes(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """A merged segment's vector codes are those of its parts' kept rows (made for a part that
+    had none: a small one, or one without embeddings), in the merged order: exactly
+    ``quantize_rows`` of the merged rows, without coding them again."""
+    from hmsengine.index import segment as segment_module
+    from hmsengine.kernels.quantized import quantize_rows
+
+    monkeypatch.setattr(segment_module, "QUANTIZE_MIN_ROWS", 40)
+    rng = np.random.default_rng(seed)
+    analyzer = get_analyzer("simple")
+    segments, lives = [], []
+    start = 0
+    for size, vectors in ((60, True), (25, True), (50, False), (45, True)):
+        numbers = list(range(start, start + size))
+        start += size
+        embeddings = [rng.standard_normal(DIM).astype(np.float32) if vectors and k % 7 else None
+                      for k in range(size)]
+        seg = build_segment(analyzer, ids=[f"d{i}" for i in numbers], texts=["a b"] * size,
+                            embeddings=embeddings, first_docnum=0, dim=DIM,
+                            embedding_dim=DIM if vectors else None)
+        seg = attrs.evolve(seg, docnums=np.asarray(numbers, dtype=np.int64))
+        assert (seg.vector_codes is not None) == (vectors and size >= 40)  # made where due
+        segments.append(seg)
+        lives.append((rng.random(size) < 0.8).astype(np.uint8))
+    if seed % 2:  # the parts given out of order: the merge puts the rows in number order
+        segments.reverse()
+        lives.reverse()
+    merged = merge_segments(segments, lives, dim=DIM, embedding_dim=DIM)
+    gathered = merged.vector_codes_if_built
+    assert gathered is not None and merged.embeddings is not None
+    again = quantize_rows(merged.embeddings)
+    for have, want in zip(gathered, again, strict=True):
+        assert have.dtype == want.dtype and have.tobytes() == want.tobytes()
+    assert gathered[0].flags.c_contiguous
