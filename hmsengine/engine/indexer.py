@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -101,6 +102,7 @@ class Indexer:
         self._commits = 0  # commits installed, for the merge task's quiet test
         self.metadata = MetadataIndex(self._metadata_source)  # the filters' index
         self._cancel = trio.CancelScope()
+        self._coding_stop = threading.Event()  # set by stop(): the coding task's thread ends
         self.merges = 0
         self.merged_documents = 0  # documents written by merges (write amplification, bench/)
         self.folds = 0
@@ -449,6 +451,7 @@ class Indexer:
         with self._cancel:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._merging)
+                nursery.start_soon(self._coding)
                 task_status.started()
                 while True:
                     await self._wake.wait()
@@ -456,6 +459,18 @@ class Indexer:
                     if await self._fold_due():
                         await self._fold()
                     self._merge_wake.set()
+
+    async def _coding(self) -> None:
+        """The int8 vector codes of the segments the open loaded (``IndexFiles.load`` leaves
+        them: ~1.1 s at 1M rows of 384), one segment at a time in a worker thread; scans read
+        float32 until then. ``stop`` ends it within a chunk of rows (``CODE_CHUNK_ROWS``)."""
+        for view in self.snapshot.views:
+            segment = view.segment
+            if segment.vector_codes_if_built is None and segment.vector_codes_due:
+                done = await trio.to_thread.run_sync(segment.make_vector_codes,
+                                                     self._coding_stop.is_set)
+                if not done:
+                    return
 
     async def _fold_due(self) -> bool:
         """Whether to fold the tail now, after waiting until it is due: it holds ``FOLD_AT``
@@ -593,4 +608,5 @@ class Indexer:
         self.merged_documents += merged.n_docs
 
     def stop(self) -> None:
+        self._coding_stop.set()  # first: a chunk in a thread is not cancelled, only stopped
         self._cancel.cancel()

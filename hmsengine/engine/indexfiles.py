@@ -50,7 +50,10 @@ class IndexFiles:
             read = read_persisted(core.directory, core.generation, core.codec,
                                   analyzer=self._analyzer, dim=self._dim)
         self._counter = max(self._counter, read.last_number)
-        return ([(ready_for_queries(segment, ids=True), file) for segment, file in read.loaded],
+        # The vectors' codes are left to the builder's coding task (Indexer._coding): the
+        # open does not wait for them.
+        return ([(ready_for_queries(segment, ids=True, vectors=False), file)
+                 for segment, file in read.loaded],
                 read.rejected)
 
     def file_segment(self, view: SegmentView) -> Segment | None:

@@ -304,8 +304,9 @@ def _cosine(snap: Snapshot, q: Query, depth: int,
             if docs is not None:
                 mask[docs] = allowed[docs]
             allowed = mask
-        # Inline, the int8 codes only if a worker thread made them (never on the event loop).
-        codes = seg.vector_codes_if_built if inline else seg.vector_codes
+        # The int8 codes once a worker thread made them (the builder, or an open's coding
+        # task); a query never makes them: at 1M rows, ~1.1 s.
+        codes = seg.vector_codes_if_built
         scores, rows = vectorscan.cosine_rows(seg.embeddings, q.embedding, allowed,
                                               seg.has_embedding, depth, inline, codes)
         parts.append((scores, seg.docnums[rows]))

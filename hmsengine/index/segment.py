@@ -29,12 +29,21 @@ from ..kernels.cosine import l2_normalise_rows
 from ..kernels.merge import count_kept, scatter_kept, sort_columns
 from ..kernels.ngram import csr_transpose, ngram_vectors
 from ..kernels.norms import length_codes
-from ..kernels.quantized import MAX_DIMENSIONS, Quantized, quantize_rows
+from ..kernels.quantized import (
+    MAX_DIMENSIONS,
+    Quantized,
+    empty_codes,
+    quantize_rows,
+    quantize_rows_into,
+)
 from .analyzer import Analyzer
 
 #: A segment with at least this many embedding rows gets int8 codes of them
 #: (``Segment.vector_codes``); below, the float32 scan is as quick.
 QUANTIZE_MIN_ROWS = 1024
+#: ``Segment.make_vector_codes`` codes this many rows per kernel call, asking between them
+#: whether to stop (~70 ms of 384-dimension rows).
+CODE_CHUNK_ROWS = 65_536
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -119,20 +128,41 @@ class Segment:
 
     @property
     def vector_codes(self) -> Quantized | None:
-        """The int8 codes of the embedding rows (``kernels.quantized.quantize_rows``), made once:
-        a cosine scan reads them first and the float32 rows only where a row can reach the top
-        k (index/vectorscan.py), the same answer bit for bit. None for a segment with fewer
-        than ``QUANTIZE_MIN_ROWS`` embedding rows (the float32 scan is as quick there) or none.
-        Made in a worker thread (``ready_for_queries``, or the first threaded scan): ~1.1 us a
-        row of 384 dimensions. Memory: a byte a dimension and 24 bytes a row, a quarter more
-        than the float32 rows."""
+        """The int8 codes of the embedding rows (``kernels.quantized.quantize_rows``), made now
+        if they are not yet (``make_vector_codes``): a cosine scan reads them first and the
+        float32 rows only where a row can reach the top k (index/vectorscan.py), the same
+        answer bit for bit. None for a segment with fewer than ``QUANTIZE_MIN_ROWS`` embedding
+        rows (the float32 scan is as quick there) or none. For worker threads (~1.1 us a row of
+        384 dimensions): ``ready_for_queries``, the builder, the open's coding task. Memory: a
+        byte a dimension and 24 bytes a row, a quarter more than the float32 rows."""
+        self.make_vector_codes()
+        return self.vector_codes_if_built
+
+    @property
+    def vector_codes_due(self) -> bool:
+        """Whether this segment gets codes of its rows (``vector_codes``)."""
+        matrix = self.embeddings
+        return matrix is not None and matrix.shape[0] >= QUANTIZE_MIN_ROWS \
+            and matrix.shape[1] <= MAX_DIMENSIONS
+
+    def make_vector_codes(self, stop: Callable[[], bool] = lambda: False) -> bool:
+        """Make ``vector_codes`` ``CODE_CHUNK_ROWS`` rows at a time, asking ``stop()`` before
+        each chunk; they are kept (and seen by queries) only once whole. False when stopped
+        first; True when made, made already, or not due. A thread that makes them while
+        another does only repeats the work: the first to finish keeps its arrays."""
+        if self._vector_codes or not self.vector_codes_due:
+            return True
+        matrix = self.embeddings
+        assert matrix is not None
+        n, d = matrix.shape
+        out = empty_codes(n, d)
+        for lo in range(0, n, CODE_CHUNK_ROWS):
+            if stop():
+                return False
+            quantize_rows_into(matrix, lo, min(lo + CODE_CHUNK_ROWS, n), *out)
         if not self._vector_codes:
-            matrix = self.embeddings
-            if matrix is None or matrix.shape[0] < QUANTIZE_MIN_ROWS \
-                    or matrix.shape[1] > MAX_DIMENSIONS:
-                return None
-            self._vector_codes.append(quantize_rows(matrix))
-        return self._vector_codes[0]
+            self._vector_codes.append(out)
+        return True
 
     @property
     def vector_codes_if_built(self) -> Quantized | None:
@@ -329,15 +359,18 @@ def _column_map(own: dict[str, int], vocab: dict[str, int], *, same_prefix: bool
     return colmap
 
 
-def ready_for_queries(segment: Segment, *, ids: bool = False) -> Segment:
+def ready_for_queries(segment: Segment, *, ids: bool = False, vectors: bool = True) -> Segment:
     """``segment``, with what the first query over it would derive made now: its length codes
-    (``Segment.length_codes``), its vectors' int8 codes (``Segment.vector_codes``: an inline
-    scan uses them only when made), and with ``ids`` its id array (what the plain lane reads
-    the ids of a query's hits through when they all lie in this segment, index/lane.py). For
-    the worker thread that built, merged or loaded it: on the event loop, the first query
-    after a merge of 200k documents landed stalled every search ~13 ms for them."""
+    (``Segment.length_codes``), with ``vectors`` its vectors' int8 codes
+    (``Segment.vector_codes``: a scan uses them once made; an open leaves them to the index
+    builder's coding task, which makes them after the open: ~1.1 s at 1M rows of 384), and
+    with ``ids`` its id array (what the plain lane reads the ids of a query's hits through when
+    they all lie in this segment, index/lane.py). For the worker thread that built, merged or
+    loaded it: on the event loop, the first query after a merge of 200k documents landed
+    stalled every search ~13 ms for them."""
     segment.length_codes  # noqa: B018 - made once and kept by the segment
-    segment.vector_codes  # noqa: B018
+    if vectors:
+        segment.make_vector_codes()
     if ids:
         segment.id_array  # noqa: B018
     return segment

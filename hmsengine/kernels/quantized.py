@@ -53,23 +53,42 @@ Quantized = tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.
                   npt.NDArray[np.float64]]
 
 
-@jit
 def quantize_rows(matrix: npt.NDArray[np.float32]) -> Quantized:
     """``(codes int8[n, d], scales float64[n], errors float64[n], norms float64[n])`` of the
     rows of ``matrix`` (float32[n, d], finite): see the module docstring. A zero row has scale
     0, codes 0, error 0 and norm 0. Releases the GIL; O(n * d)."""
-    n, d = matrix.shape
-    codes = np.zeros((n, d), dtype=np.int8)
-    scales = np.zeros(n, dtype=np.float64)
-    errors = np.zeros(n, dtype=np.float64)
-    norms = np.zeros(n, dtype=np.float64)
-    for i in range(n):
+    out = empty_codes(*matrix.shape)
+    quantize_rows_into(matrix, 0, matrix.shape[0], *out)
+    return out
+
+
+def empty_codes(n: int, d: int) -> Quantized:
+    """Arrays for the codes of ``n`` rows of ``d`` dimensions (``quantize_rows_into`` fills
+    them)."""
+    return (np.empty((n, d), dtype=np.int8), np.empty(n, dtype=np.float64),
+            np.empty(n, dtype=np.float64), np.empty(n, dtype=np.float64))
+
+
+@jit
+def quantize_rows_into(matrix: npt.NDArray[np.float32], lo: int, hi: int,
+                       codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float64],
+                       errors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64]) -> None:
+    """``quantize_rows`` of rows ``lo:hi`` of ``matrix``, written into those rows of the four
+    arrays (every value of them written): a long matrix can be coded in chunks, between which
+    the caller may stop. Releases the GIL."""
+    d = matrix.shape[1]
+    for i in range(lo, hi):
         top = 0.0
         for j in range(d):
             v = abs(np.float64(matrix[i, j]))
             if v > top:
                 top = v
         if top == 0.0:
+            for j in range(d):
+                codes[i, j] = 0
+            scales[i] = 0.0
+            errors[i] = 0.0
+            norms[i] = 0.0
             continue
         scale = top / CODE_MAX
         residual = 0.0
@@ -84,7 +103,6 @@ def quantize_rows(matrix: npt.NDArray[np.float32]) -> Quantized:
         scales[i] = scale
         errors[i] = np.sqrt(residual) * _UP
         norms[i] = np.sqrt(norm) * _UP
-    return codes, scales, errors, norms
 
 
 @jit

@@ -598,9 +598,11 @@ async def test_fused_semantic_scores_are_exact_over_several_segments(monkeypatch
 @pytest.mark.parametrize("persisted", [False, True])
 async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monkeypatch,
                                                                  persisted):
-    """Segments read back from their files (``persisted``), or indexed again at the open, get
-    their int8 codes in the opening's worker threads (``ready_for_queries``), and the scans
-    through them give the exact cosine ranking, before and after a deletion."""
+    """Segments indexed again at the open get their int8 codes in its worker threads
+    (``ready_for_queries``); segments read back from their files (``persisted``) get them from
+    the builder's coding task after the open (``Indexer._coding``), the scans reading float32
+    until then. Either way the exact cosine ranking, before the codes, with them, and after a
+    deletion."""
     import numpy as np
 
     from hmsengine.index import segment
@@ -616,18 +618,62 @@ async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monke
                                      "embedding": vectors[n].tolist()} for n in range(400)])
     if not persisted:  # the index files gone: the open indexes every document again
         shutil.rmtree(tmp_path / "s" / "gen-00000001" / "index")
-    async with Engine.open(tmp_path / "s") as engine:
-        assert (engine._indexer.loaded_documents > 0) == persisted
-        views = engine._indexer.snapshot.views
-        assert views and all(v.segment.vector_codes_if_built is not None for v in views)
-        await engine.delete_document("d52")
-        live = [n for n in range(400) if n != 52]
-        for query in [vectors[7].copy(), *(l2_normalise(rng.standard_normal(32)) for _ in range(4))]:
+    queries = [vectors[7].copy(), *(l2_normalise(rng.standard_normal(32)) for _ in range(4))]
+
+    async def exact_answers(live: list[int]) -> None:
+        for query in queries:
             exact = reference.cosine_exact_rows(vectors, np.asarray(live, dtype=np.int32),
                                                 query.astype(np.float64))
             best = sorted(zip(exact.tolist(), live, strict=True), key=lambda sn: (-sn[0], sn[1]))
             hits = await engine.search_documents("", embedding=query, k=15)
             assert [h.id for h in hits] == [f"d{n}" for _, n in best[:15]]
+
+    async with Engine.open(tmp_path / "s") as engine:
+        assert (engine._indexer.loaded_documents > 0) == persisted
+        views = engine._indexer.snapshot.views
+        if not persisted:
+            assert views and all(v.segment.vector_codes_if_built is not None for v in views)
+        await exact_answers(list(range(400)))  # with the codes or, until they are made, without
+        with trio.fail_after(30):
+            while not all(v.segment.vector_codes_if_built is not None for v in views):
+                await trio.sleep(0.01)
+        await exact_answers(list(range(400)))
+        await engine.delete_document("d52")
+        await exact_answers([n for n in range(400) if n != 52])
+
+
+def test_vector_codes_are_made_in_chunks_and_kept_only_whole(monkeypatch):
+    """``Segment.make_vector_codes`` codes ``CODE_CHUNK_ROWS`` rows at a time, asking whether
+    to stop before each chunk: stopped, it keeps nothing (a scan never reads half-made codes);
+    let run, the codes are ``quantize_rows``' byte for byte."""
+    import numpy as np
+
+    from hmsengine.index import segment
+    from hmsengine.index.analyzer import get_analyzer
+    from hmsengine.kernels.quantized import quantize_rows
+
+    monkeypatch.setattr(segment, "QUANTIZE_MIN_ROWS", 10)
+    monkeypatch.setattr(segment, "CODE_CHUNK_ROWS", 16)
+    rng = np.random.default_rng(2)
+    rows = [rng.standard_normal(12).astype(np.float32) if n % 5 else None for n in range(70)]
+    seg = segment.build_segment(get_analyzer("simple"), ids=[f"d{n}" for n in range(70)],
+                                texts=["a"] * 70, embeddings=rows, first_docnum=0, dim=64,
+                                embedding_dim=12)
+    asked = []
+
+    def stop_after_two() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    assert seg.make_vector_codes(stop_after_two) is False
+    assert len(asked) == 3 and seg.vector_codes_if_built is None
+    assert seg.make_vector_codes(lambda: False) is True
+    made = seg.vector_codes_if_built
+    assert made is not None and seg.embeddings is not None
+    for have, want in zip(made, quantize_rows(seg.embeddings), strict=True):
+        assert have.tobytes() == want.tobytes()
+    assert seg.make_vector_codes(lambda: True) is True  # made already
+    assert seg.vector_codes is made
 
 
 _LARGE_WITHOUT_JIT = pytest.mark.skipif(
@@ -724,3 +770,40 @@ async def test_an_inline_n_gram_query_keeps_the_gil(monkeypatch):
             monkeypatch.setattr(module, name, released)
         got = await engine.search_documents("alpha brav", semantic="ngram", k=5)
         assert got == want and got[0].semantic is not None
+
+
+async def test_closing_stops_the_coding_of_loaded_vectors(tmp_path, monkeypatch):
+    """An engine closed while its builder codes the vectors it loaded does not wait for all
+    of them: the coding stops within a chunk of rows (here a slowed row at a time, 400 rows:
+    ~4 s if it ran on), and half-made codes are never kept."""
+    import time
+
+    import numpy as np
+
+    from hmsengine.index import segment
+    from hmsengine.kernels.cosine import l2_normalise_rows
+
+    monkeypatch.setattr(segment, "QUANTIZE_MIN_ROWS", 100)
+    vectors = l2_normalise_rows(np.random.default_rng(3).standard_normal((400, 16)))
+    async with Engine.open(tmp_path / "s") as engine:
+        await engine.put_documents([{"id": f"d{n}", "text": WORDS[n % 10],
+                                     "embedding": vectors[n].tolist()} for n in range(400)])
+    real = segment.quantize_rows_into
+    chunks = []
+
+    def slow(*args):  # type: ignore[no-untyped-def]
+        chunks.append(1)
+        time.sleep(0.01)
+        return real(*args)
+
+    monkeypatch.setattr(segment, "CODE_CHUNK_ROWS", 1)
+    monkeypatch.setattr(segment, "quantize_rows_into", slow)
+    started = time.monotonic()
+    async with Engine.open(tmp_path / "s") as engine:
+        assert engine._indexer.loaded_documents == 400
+        with trio.fail_after(10):
+            while not chunks:  # the coding task has begun
+                await trio.sleep(0.001)
+        views = engine._indexer.snapshot.views
+    assert time.monotonic() - started < 3.0 and 0 < len(chunks) < 400
+    assert all(v.segment.vector_codes_if_built is None for v in views)

@@ -75,7 +75,7 @@ def test_the_inline_twins_keep_the_gil(twin, kernel) -> None:  # type: ignore[no
 
 @pytest.mark.parametrize("kernel", [
     pruning.bm25_segment_topk, bm25.bm25_accumulate, bm25.build_postings, cosine._cosine_topk,
-    ngram.csr_transpose, tokenize.ascii_tokens, quantized.quantize_rows,
+    ngram.csr_transpose, tokenize.ascii_tokens, quantized.quantize_rows_into,
 ], ids=lambda k: k.__name__)
 def test_the_kernels_worker_threads_run_release_the_gil(kernel) -> None:  # type: ignore[no-untyped-def]
     """The kernels that run long in worker threads (large queries, tokenizing, building,
