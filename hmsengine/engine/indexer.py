@@ -463,12 +463,16 @@ class Indexer:
     async def _coding(self) -> None:
         """The int8 vector codes of the segments the open loaded (``IndexFiles.load`` leaves
         them: ~1.1 s at 1M rows of 384), one segment at a time in a worker thread; scans read
-        float32 until then. ``stop`` ends it within a chunk of rows (``CODE_CHUNK_ROWS``)."""
+        float32 until then. ``stop`` ends it within a chunk of rows (``CODE_CHUNK_ROWS``); so
+        does a lack of memory for them (a quarter of the vectors' size): they are a speed-up."""
         for view in self.snapshot.views:
             segment = view.segment
             if segment.vector_codes_if_built is None and segment.vector_codes_due:
-                done = await trio.to_thread.run_sync(segment.make_vector_codes,
-                                                     self._coding_stop.is_set)
+                try:
+                    done = await trio.to_thread.run_sync(segment.make_vector_codes,
+                                                         self._coding_stop.is_set)
+                except MemoryError:
+                    return
                 if not done:
                     return
 

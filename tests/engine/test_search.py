@@ -807,3 +807,31 @@ async def test_closing_stops_the_coding_of_loaded_vectors(tmp_path, monkeypatch)
         views = engine._indexer.snapshot.views
     assert time.monotonic() - started < 3.0 and 0 < len(chunks) < 400
     assert all(v.segment.vector_codes_if_built is None for v in views)
+
+
+async def test_no_memory_for_the_codes_leaves_the_scans_exact(tmp_path, monkeypatch):
+    """The codes are a speed-up: an open whose coding task finds no memory for them keeps
+    serving, and its scans read the float32 rows (the same answers)."""
+    import numpy as np
+
+    from hmsengine.index import segment
+    from hmsengine.kernels.cosine import l2_normalise_rows
+
+    monkeypatch.setattr(segment, "QUANTIZE_MIN_ROWS", 100)
+    vectors = l2_normalise_rows(np.random.default_rng(5).standard_normal((300, 16)))
+    async with Engine.open(tmp_path / "s") as engine:
+        await engine.put_documents([{"id": f"d{n}", "text": WORDS[n % 10],
+                                     "embedding": vectors[n].tolist()} for n in range(300)])
+        want = await engine.search_documents("", embedding=vectors[4], k=5)
+
+    def no_memory(*args):  # type: ignore[no-untyped-def]
+        raise MemoryError
+
+    monkeypatch.setattr(segment, "empty_codes", no_memory)
+    async with Engine.open(tmp_path / "s") as engine:
+        with trio.fail_after(10):
+            await trio.sleep(0.2)  # the coding task has met the MemoryError by now
+        assert all(v.segment.vector_codes_if_built is None for v in engine._indexer.snapshot.views)
+        assert await engine.search_documents("", embedding=vectors[4], k=5) == want
+        await engine.put_document("new", "alpha")  # the builder still runs
+        assert (await engine.search_documents("alpha", k=20))
