@@ -600,9 +600,9 @@ async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monke
                                                                  persisted):
     """Segments indexed again at the open get their int8 codes in its worker threads
     (``ready_for_queries``); segments read back from their files (``persisted``) get them from
-    the builder's coding task after the open (``Indexer._coding``), the scans reading float32
-    until then. Either way the exact cosine ranking, before the codes, with them, and after a
-    deletion."""
+    the builder's coding task after the open (``Indexer._coding``), with their id arrays, the
+    scans reading float32 until then (as ``test_no_memory_for_the_codes_leaves_the_scans_exact``
+    checks). Either way the exact cosine ranking, with the codes and after a deletion."""
     import numpy as np
 
     from hmsengine.index import segment
@@ -633,10 +633,16 @@ async def test_a_reopened_store_scans_through_codes_made_at_load(tmp_path, monke
         views = engine._indexer.snapshot.views
         if not persisted:
             assert views and all(v.segment.vector_codes_if_built is not None for v in views)
-        await exact_answers(list(range(400)))  # with the codes or, until they are made, without
-        with trio.fail_after(30):
-            while not all(v.segment.vector_codes_if_built is not None for v in views):
-                await trio.sleep(0.01)
+        if persisted:
+            with trio.fail_after(30):
+                while not all(v.segment.vector_codes_if_built is not None for v in views):
+                    await trio.sleep(0.01)
+            # Before any query: the coding task made the adopted segments' id arrays too
+            # (before their codes), of the segments' own id strings (the table's, adopted).
+            for view in views:
+                made = view.segment._id_array
+                assert made and all(a is b for a, b in zip(made[0].tolist(), view.segment.ids,
+                                                           strict=True))
         await exact_answers(list(range(400)))
         await engine.delete_document("d52")
         await exact_answers([n for n in range(400) if n != 52])
