@@ -44,6 +44,7 @@ from ..index.snapshot import (
 from .actor import Warming
 from .docnums import DocnumMap, kept_ids
 from .indexfiles import IndexFiles
+from .loaded import finish_loaded
 from .metaindex import MetadataIndex
 from .state import EMBEDDING, KEY, METADATA, DocEntry, doc_key
 from .store import StoreCore
@@ -461,23 +462,8 @@ class Indexer:
                     self._merge_wake.set()
 
     async def _coding(self) -> None:
-        """The int8 vector codes of the segments the open loaded (``IndexFiles.load`` leaves
-        them: ~1.1 s at 1M rows of 384), one segment at a time in a worker thread; scans read
-        float32 until then. ``stop`` ends it within a chunk of rows (``CODE_CHUNK_ROWS``); so
-        does a lack of memory for them (a quarter of the vectors' size): they are a speed-up.
-        First the id arrays of those segments, which adopting them with the table's own id
-        strings left to the first query (~15 ms at 1M documents, on the event loop)."""
-        await trio.to_thread.run_sync(lambda: [v.segment.id_array for v in self.snapshot.views])
-        for view in self.snapshot.views:
-            segment = view.segment
-            if segment.vector_codes_if_built is None and segment.vector_codes_due:
-                try:
-                    done = await trio.to_thread.run_sync(segment.make_vector_codes,
-                                                         self._coding_stop.is_set)
-                except MemoryError:
-                    return
-                if not done:
-                    return
+        """What the segments the open loaded still lack (``loaded.finish_loaded``)."""
+        await finish_loaded(self.snapshot.views, self._coding_stop)
 
     async def _fold_due(self) -> bool:
         """Whether to fold the tail now, after waiting until it is due: it holds ``FOLD_AT``
