@@ -9,7 +9,8 @@ embedder, the query embedding's share reported apart, and ingest with embeddings
   it holds, and scores exactly those that can rank: random rows need more of those than real
   ones (4,124 LoCoMo turns embedded by the bundled model, 100 of its questions: a median of 34
   / 153 rows for a top 20 / 100, against 89 / 335 for random rows of the same count), so this
-  is the dearer case short of many near-duplicate vectors near a query's best. Reported: p50
+  is the dearer case (many near-duplicates near a query's best are dearer still, ~1.1x a plain
+  scan: overhead.notes.md). Reported: p50
   and p90 of ``memory.recall(q)`` (query embedding included), of ``embedder.embed([q])``
   alone, and of the fused search alone (``search_documents(q, embedding=v)``), in wall time and
   in CPU time of the process (on a shared, busy machine the CPU time is the steadier figure of

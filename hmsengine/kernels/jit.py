@@ -13,11 +13,11 @@ that mode too). Kernels therefore use only constructs that also work as plain Py
 typed containers, no ``numba.prange``.
 
 Cache caveat: numba keys a cached kernel on its own source file only. A kernel that calls a jitted
-helper from another module (``cosine`` and ``quantized`` use ``topk``'s helpers, every BM25
-kernel inlines ``bm25.bm25_term``, ``pruning`` calls ``dense``'s kernel, ``fusion.fuse_one_view``
-calls ``bm25``'s, ``cosine``'s and ``filters``') keeps a stale compiled copy after that helper's
-file changes until its own file changes too; delete ``hmsengine/kernels/__pycache__`` after
-editing a helper during development.
+helper from another module (``cosine`` and ``quantized`` use ``topk``'s helpers, ``quantized``
+``cosine``'s kernel, every BM25 kernel inlines ``bm25.bm25_term``, ``pruning`` calls ``dense``'s
+kernel, ``fusion.fuse_one_view`` calls ``bm25``'s, ``cosine``'s and ``filters``') keeps a stale
+compiled copy after that helper's file changes until its own file changes too; delete
+``hmsengine/kernels/__pycache__`` after editing a helper during development.
 """
 
 from __future__ import annotations

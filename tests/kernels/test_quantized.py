@@ -176,3 +176,24 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="rows 3:2"):
         quantized_topk(codes, matrix, query, ones, ones, 2, 3, 2)
     assert quantized_topk(codes, matrix, query, ones, ones, 0)[1].size == 0
+
+
+def test_when_most_rows_can_rank_one_float32_pass_scores_them() -> None:
+    """Near-duplicate rows all near the query's best leave every row to score exactly: the
+    codes' pass gives up after its first ``_GIVE_UP_AFTER`` rows (or, in a shorter range, at
+    its end) and one float32 pass over the range answers, the float32 scan's answer; the codes
+    then cost ~1.1x the plain scan (100k x 384: 7.3-7.5 against 6.5-6.8 ms), not 1.8x."""
+    rng = np.random.default_rng(8)
+    d = 16
+    base = rng.standard_normal(d)
+    n = quantized._GIVE_UP_AFTER + 500
+    matrix = l2_normalise_rows(base[None, :] + rng.standard_normal((n, d)) * 1e-4)
+    query = l2_normalise(base)
+    ones = np.ones(n, np.uint8)
+    from hmsengine.kernels.cosine import score_error_bound
+    _, given_up = quantized._candidates(*quantize_rows(matrix), query, ones, ones, 10,
+                                        score_error_bound(d) + quantized._SLACK, 0, n)
+    assert given_up == -1
+    for k in (1, 10):
+        _same(matrix, query, ones, ones, k)
+        _same(matrix, query, ones, ones, k, 100, 900)  # a short range: kept, then one pass
