@@ -1,7 +1,7 @@
 """``DocnumMap``: id -> document number of every document the search index holds.
 
 A ``dict`` in behaviour. After an open that adopted persisted index segments for the table's
-snapshot rows (the usual reopen, ``Indexer._adopt_all``), those documents' numbers are kept as
+snapshot rows (the usual reopen, ``loaded.adopt_all``), those documents' numbers are kept as
 a column indexed by the table's own id -> row map (``Entries.row_map``, fixed once the snapshot
 is installed) instead of a dict entry each: building a million-entry dict cost ~0.4 s of the
 open and ~90 MB, for numbers the column holds in 8 MB. Everything set later (every commit's
@@ -130,7 +130,7 @@ class DocnumMap(MutableMapping[str, int]):
 
 def kept_ids(ids: Sequence[str], theirs: tuple[str, ...], at: np.ndarray, keep: np.ndarray
              ) -> tuple[tuple[str, ...], list[int]] | None:
-    """For ``Indexer._adopt_all``, one persisted segment: its ids with each kept document's id
+    """For ``loaded.adopt_all``, one persisted segment: its ids with each kept document's id
     replaced by the table's equal string (``ids[at[j]]``), and the local numbers of the
     documents not kept; None when a kept document's id is not the table's id of that row (exact: every kept
     id compared in full). The usual segment is kept whole over a run of consecutive table rows:

@@ -42,9 +42,9 @@ from ..index.snapshot import (
     TailView,
 )
 from .actor import Warming
-from .docnums import DocnumMap, kept_ids
+from .docnums import DocnumMap
 from .indexfiles import IndexFiles
-from .loaded import finish_loaded
+from .loaded import adopt, adopt_all, finish_loaded
 from .metaindex import MetadataIndex
 from .state import EMBEDDING, KEY, METADATA, DocEntry, doc_key
 from .store import StoreCore
@@ -242,9 +242,10 @@ class Indexer:
         views: list[SegmentView] = []
         if self._persistent:
             loaded = await trio.to_thread.run_sync(self._load_persisted, read)
-            adopted = self._adopt_all(loaded)
+            adopted = adopt_all(table, self.docnum_of, loaded)
             if adopted is None:
-                adopted = [(segment, file, self._adopt(segment)) for segment, file in loaded]
+                adopted = [(segment, file, adopt(table, self.docnum_of, segment))
+                           for segment, file in loaded]
             for segment, file, dead in adopted:
                 view = SegmentView.fresh(segment)
                 view = view.without(dead) if dead else view
@@ -272,73 +273,6 @@ class Indexer:
                                  tail_segment=self.tail_segment, load_texts=self.load_texts)
         if self._persistent and self.rebuilt_documents >= PERSIST_AT:
             self._wake.set()  # persist soon, so the next open need not tokenize them again
-
-    def _adopt_all(self, loaded: list[tuple[Segment, str]]
-                   ) -> list[tuple[Segment, str, list[int]]] | None:
-        """The usual reopen, vectorised: the table came whole from its snapshot (so its live
-        documents are known as sorted columns) and the persisted segments do not overlap. Each
-        segment document is kept when the table holds that id with that version key; returns
-        (segment, file, local numbers of the documents not kept), or None to check segment by
-        segment instead.
-
-        Kept documents' ids are swapped for the table's equal strings, whose hashes are already
-        computed (hashing a million ids again cost ~0.3 s) and which would otherwise be held
-        twice in memory.
-        """
-        if not loaded or self.docnum_of:
-            return None
-        table = self._core.table
-        base = table.entries.base_in_key_order(table.tombstones)
-        if base is None or not len(base[1]):
-            return None
-        ids, keys = base
-        ordered = sorted(loaded, key=lambda item: item[0].first)
-        docnums = np.concatenate([np.asarray(s.docnums, dtype=np.int64) for s, _ in ordered])
-        if len(docnums) > 1 and not bool(np.all(docnums[1:] > docnums[:-1])):
-            return None  # overlapping segments (after damage): the careful path merges them
-        if np.array_equal(keys, docnums):  # the index holds exactly the table: the usual reopen
-            at, keep = np.arange(len(keys)), np.ones(len(keys), dtype=bool)
-        else:
-            at = np.minimum(np.searchsorted(keys, docnums), len(keys) - 1)
-            keep = keys[at] == docnums
-        out = []
-        start = 0
-        for segment, file in ordered:
-            stop = start + segment.n_docs
-            taken = kept_ids(ids, segment.ids, at[start:stop], keep[start:stop])
-            if taken is None:
-                return None  # a key reused by another id: cannot happen unless damaged; be careful
-            out.append((segment, file, taken))
-            start = stop
-        # Every check passed: only now is anything adopted (None above leaves the map empty).
-        rows, numbers = (at, docnums) if bool(keep.all()) else (at[keep], docnums[keep])
-        if ids is table.entries.base_ids:  # positions are the table's rows: no dict entry each
-            self.docnum_of.adopt_base(table.entries.row_map, rows, numbers)
-        else:
-            self.docnum_of.update(zip([ids[r] for r in rows.tolist()], numbers.tolist(), strict=True))
-        return [(segment.with_ids(swapped), file, dead)
-                for segment, file, (swapped, dead) in out]
-
-    def _adopt(self, segment: Segment) -> list[int]:
-        """Take a persisted segment's documents that the table still holds in exactly that
-        version (same key) and no earlier segment took; return the local numbers of the others.
-
-        Vectorised (a million documents at open): the table answers every key at once.
-        """
-        ids = segment.ids
-        docnums = np.asarray(segment.docnums, dtype=np.int64)
-        keep = self._core.table.entries.keys_of(ids) == docnums
-        docnum_of = self.docnum_of
-        if docnum_of:  # a document in two segments (only after damage): the first one wins
-            for local in np.flatnonzero(keep).tolist():
-                if ids[local] in docnum_of:
-                    keep[local] = False
-        if keep.all():
-            docnum_of.update(zip(ids, docnums.tolist(), strict=True))
-            return []
-        taken = np.flatnonzero(keep).tolist()
-        docnum_of.update(zip([ids[j] for j in taken], docnums[taken].tolist(), strict=True))
-        return np.flatnonzero(~keep).tolist()
 
     async def _disjoint(self, views: list[SegmentView]) -> list[SegmentView]:
         """Views sorted by document number, overlapping ones merged (rare: damaged segments)."""

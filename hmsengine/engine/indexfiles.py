@@ -65,7 +65,7 @@ class IndexFiles:
         if view.n_live == segment.n_docs and bool(segment.df.all()):
             return segment
         return merge_segments([segment], [view.live], dim=self._dim,
-                              embedding_dim=self._core.table.embedding_dim)
+                              embedding_dim=self._core.table.embedding_dim, vector_codes=False)
 
     def write_generation(self, generation: str, views: list[SegmentView]) -> None:
         """Write every segment of ``views`` into ``generation`` (a compaction's new one) and its

@@ -377,12 +377,14 @@ def ready_for_queries(segment: Segment, *, ids: bool = False, vectors: bool = Tr
 
 
 def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int,
-                   embedding_dim: int | None) -> Segment:
+                   embedding_dim: int | None, vector_codes: bool = True) -> Segment:
     """One segment holding the live documents of ``segments``, ordered by document number, and
     only the terms they use (so term statistics and the vocabulary are those of the survivors).
 
     The inputs may interleave (segments rebuilt at open can overlap persisted ones): documents
     are placed by their global number, so the result is the same whatever the input order.
+    With ``vector_codes``, a result of enough vector rows gets its parts' int8 codes
+    (``_merged_codes``); a segment made only to be written to a file does not need them.
     """
     vocab = _merged_vocabulary(segments)
     keeps = [live[: seg.n_docs].astype(bool) for seg, live in zip(segments, lives, strict=True)]
@@ -431,7 +433,7 @@ def merge_segments(segments: Sequence[Segment], lives: Sequence[U8], *, dim: int
         df=np.diff(terms.offsets).astype(np.int64), forward=_forward(terms, n),
         ngrams=ngrams, embeddings=matrix, has_embedding=has_arr,
     )
-    if matrix is not None and n >= QUANTIZE_MIN_ROWS and matrix.shape[1] <= MAX_DIMENSIONS:
+    if vector_codes and merged.vector_codes_due:
         merged._vector_codes.append(_merged_codes(segments, keeps, rows, perm))
     return merged
 

@@ -12,9 +12,10 @@ residual's L2 norm and ``norm_i`` the row's, both in float64 and rounded up (``_
 ``q`` gets codes the same way (``q = qhat + e_q``). A row's estimate ``est_i = scale_i * qscale *
 (codes_i . qcodes)`` (an exact integer dot product) differs from the exact dot product by
 ``q.x_i - qhat.xhat_i = qhat.e_i + e_q.x_i``, at most ``|qhat| * error_i + |e_q| * norm_i``
-(Cauchy-Schwarz), and ``cosine_topk``'s score lies within ``cosine.score_error_bound(d)`` of the
-exact one; ``_SLACK`` more covers the float64 rounding of the estimate and of the bound itself.
-So every row's kernel score is in ``[est_i - bound_i, est_i + bound_i]``.
+(Cauchy-Schwarz; ``|qhat| <= |q| + |e_q|`` is used), and ``cosine_topk``'s score lies within
+``cosine.score_error_bound(d)`` of the exact one; ``_SLACK`` more covers the float64 rounding
+of the estimate and of the bound itself. So every row's kernel score is in ``[est_i - bound_i,
+est_i + bound_i]``.
 
 The pass keeps the k largest lower bounds; their smallest, ``L``, is at most the k-th best
 kernel score (k rows score at least their lower bounds). A row of the true top k scores at least
@@ -115,27 +116,15 @@ def quantize_rows_into(matrix: npt.NDArray[np.float32], lo: int, hi: int,
 @jit
 def _query_codes(query: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], float, float,
                                                            float]:
-    # The query's codes, scale, |qhat| and |e_q|, both norms rounded up.
+    # The query's codes and scale as a row's (quantize_rows_into), a bound on |qhat| (|q| +
+    # |e_q|: qhat = q - e_q) and |e_q|, both rounded up.
     d = query.shape[0]
-    codes = np.zeros(d, dtype=np.int8)
-    top = 0.0
-    for j in range(d):
-        v = abs(np.float64(query[j]))
-        if v > top:
-            top = v
-    if top == 0.0:
-        return codes, 0.0, 0.0, 0.0
-    scale = top / CODE_MAX
-    hat = 0.0
-    residual = 0.0
-    for j in range(d):
-        x = np.float64(query[j])
-        c = min(max(np.floor(x / scale + 0.5), -CODE_MAX), CODE_MAX)
-        codes[j] = np.int8(c)
-        h = scale * c
-        hat += h * h
-        residual += (x - h) * (x - h)
-    return codes, scale, np.sqrt(hat) * _UP, np.sqrt(residual) * _UP
+    codes = np.empty((1, d), dtype=np.int8)
+    scale = np.empty(1, dtype=np.float64)
+    error = np.empty(1, dtype=np.float64)
+    norm = np.empty(1, dtype=np.float64)
+    quantize_rows_into(query.reshape((1, d)), 0, 1, codes, scale, error, norm)
+    return codes[0], scale[0], (norm[0] + error[0]) * _UP, error[0]
 
 
 @jit

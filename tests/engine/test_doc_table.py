@@ -123,7 +123,7 @@ def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path, monkeypa
     import trio
 
     from hmsengine import Engine
-    from hmsengine.engine.indexer import Indexer
+    from hmsengine.engine import indexer as indexer_module
 
     path = tmp_path / "store"
     queries = ["alpha", "beta gamma", "delta", "word7", "word13 alpha"]
@@ -142,10 +142,10 @@ def test_reopen_adopts_persisted_segments_over_a_column_table(tmp_path, monkeypa
             await engine.transact(tombstones=["d5"])
             before = await answers(engine)
             count = engine.statistics().documents
-        def per_segment(self: Indexer, segment: object) -> list[int]:
+        def per_segment(table: object, docnum_of: object, segment: object) -> list[int]:
             raise AssertionError("the reopen fell back to the per-segment check")
 
-        monkeypatch.setattr(Indexer, "_adopt", per_segment)
+        monkeypatch.setattr(indexer_module, "adopt", per_segment)
         for round_ in range(2):
             async with Engine.open(path) as engine:
                 stats = engine.statistics()

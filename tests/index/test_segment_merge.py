@@ -202,3 +202,6 @@ def test_a_merge_gathers_the_rows_int8_codes(monkeypatch: pytest.MonkeyPatch, se
     for have, want in zip(gathered, again, strict=True):
         assert have.dtype == want.dtype and have.tobytes() == want.tobytes()
     assert gathered[0].flags.c_contiguous
+    # A merge made only to write a file (IndexFiles.file_segment) gathers none.
+    assert merge_segments(segments, lives, dim=DIM, embedding_dim=DIM,
+                          vector_codes=False).vector_codes_if_built is None

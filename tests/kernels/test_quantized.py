@@ -94,7 +94,6 @@ def test_a_residual_the_codes_cannot_see_is_bounded() -> None:
     rows of the true top k are skipped here)."""
     rng = np.random.default_rng(9)
     matrix, flat = _hidden_tails(rng, 500, 64)
-    ones = np.ones(500, np.uint8)
     # The query's: flat rows (fine codes) whose tails point with or against a query's tail too
     # small for a code; those against it are given the larger first value (the higher
     # estimate), those with it score higher.
@@ -104,9 +103,21 @@ def test_a_residual_the_codes_cannot_see_is_bounded() -> None:
     rows[:, 2:] *= signs[:, None]
     query = np.full(64, 0.0035)
     query[0], query[1] = 1.0, 0.04
-    for k in (1, 10, 50):
-        _same(matrix, flat, ones, ones, k)  # the rows' residuals
-        _same(l2_normalise_rows(rows), l2_normalise(query), ones, ones, k)
+    # Beside them, rows far below the bar, so that the candidates stay under a quarter of the
+    # rows and are scored one by one (more, and one float32 pass would answer whatever the
+    # bound: _MOST_ROWS).
+    far = -np.abs(rng.standard_normal((2000, 64)))
+    far[:, 0] = -3.0
+    cases = [(l2_normalise_rows(np.vstack([matrix, far])), flat),  # the rows' residuals
+             (l2_normalise_rows(np.vstack([rows, far])), l2_normalise(query))]  # the query's
+    from hmsengine.kernels.cosine import score_error_bound
+    for m, q in cases:
+        ones = np.ones(m.shape[0], np.uint8)
+        for k in (1, 10, 50):
+            _, n = quantized._candidates(*quantize_rows(m), q, ones, ones, k,
+                                         score_error_bound(64) + quantized._SLACK, 0, m.shape[0])
+            assert 0 <= n * quantized._MOST_ROWS <= m.shape[0]  # the codes' path
+            _same(m, q, ones, ones, k)
 
 
 def test_the_codes_skip_most_rows() -> None:
