@@ -31,7 +31,9 @@ Parts (``--parts``, all by default), on the Zipf corpus of ``bench/lexical.py`` 
   50,000 (they go to a worker thread): ``search_documents`` with an embedding only, and fused
   with BM25, against the cosine kernel called directly on one thread, the engine's scan (split
   between threads above ``INLINE_WORK``: ``index/vectorscan.py``) called directly, and the
-  general path's steps; the overheads are over the engine's scan.
+  general path's steps; the overheads are over the engine's scan. The same calls are timed
+  again each in a stream of its own kind (``in_a_row_p50_us``: a program asking vector queries
+  one after another), where above every query's calls of each kind alternate.
 * ``cosine``: ``cosine_topk`` over 1,000,000 x 384 float32 rows against faiss ``IndexFlatIP``
   with one thread (``--cosine-rows``).
 
@@ -530,6 +532,17 @@ VECTOR_STEPS = ("vector only, step: build_query (validation, normalising the vec
                 "above INLINE_WORK)")
 
 
+IN_A_ROW_VECTOR = "vector only: search_documents('', embedding=v), queries in a row"
+IN_A_ROW_FUSED = "fused: search_documents(q, embedding=v), queries in a row"
+IN_A_ROW_LEXICAL = "lexical only: search_documents(q), queries in a row"
+IN_A_ROW_SCAN_10 = "the engine's scan alone (depth 10), queries in a row"
+IN_A_ROW_SCAN_100 = "the engine's scan alone (depth 100), queries in a row"
+# What each stream calls: search_documents without text, with text and vector, with text only,
+# or the engine's scan alone.
+IN_A_ROW = {IN_A_ROW_VECTOR: "vector", IN_A_ROW_SCAN_10: "scan", IN_A_ROW_FUSED: "fused",
+            IN_A_ROW_SCAN_100: "scan", IN_A_ROW_LEXICAL: "lexical"}
+
+
 async def _vector_steps(engine: Engine, snap: Any, v: np.ndarray) -> list[int]:
     """Nanoseconds of each of ``VECTOR_STEPS`` for one vector-only query."""
     c = time.perf_counter_ns
@@ -604,7 +617,33 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
         out["segments"] = len(seg_views)
         out["segments_with_int8_codes"] = sum(coded)
         out["p50_us"] = {k: float(np.median(x)) for k, x in lat.items()}
+        # The same calls each in a stream of its own kind (as a program that asks vector
+        # queries in a row runs them): above, every query's calls of each kind alternate, and
+        # each starts with the caches the previous kind left (overhead.notes.md).
+        in_a_row: dict[str, list[float]] = {k: [] for k in IN_A_ROW}
+        for _ in range(passes):
+            for name, make in IN_A_ROW.items():
+                for text, v in zip(texts, qvecs, strict=True):
+                    t = clock()
+                    if make == "scan":
+                        depth = K if name == IN_A_ROW_SCAN_10 else 100
+                        for view in seg_views:
+                            seg = view.segment
+                            codes = getattr(seg, "vector_codes_if_built", None)
+                            vectorscan.cosine_rows(seg.embeddings, v, view.live,
+                                                   seg.has_embedding, depth, inline,
+                                                   *([codes] if codes else []))
+                    else:
+                        await engine.search_documents("" if make == "vector" else text, k=K,
+                                                      **({} if make == "lexical"
+                                                         else {"embedding": v}))
+                    in_a_row[name].append((clock() - t) / 1000)
+        out["in_a_row_p50_us"] = {k: float(np.median(x)) for k, x in in_a_row.items()}
     p = out["p50_us"]
+    r = out["in_a_row_p50_us"]
+    out["vector_overhead_in_a_row_us"] = r[IN_A_ROW_VECTOR] - r[IN_A_ROW_SCAN_10]
+    out["fused_overhead_in_a_row_us"] = (r[IN_A_ROW_FUSED] - r[IN_A_ROW_SCAN_100]
+                                         - r[IN_A_ROW_LEXICAL])
     out["vector_overhead_us"] = (p["vector only: search_documents('', embedding=v)"]
                                  - p[SCAN_10])
     out["fused_overhead_us"] = (p["fused: search_documents(q, embedding=v)"]
