@@ -543,6 +543,17 @@ IN_A_ROW = {IN_A_ROW_VECTOR: "vector", IN_A_ROW_SCAN_10: "scan", IN_A_ROW_FUSED:
             IN_A_ROW_SCAN_100: "scan", IN_A_ROW_LEXICAL: "lexical"}
 
 
+def _engine_scan(views: list[Any], v: np.ndarray, depth: int, inline: bool) -> None:
+    """The engine's cosine scan of ``views`` alone, as a query runs it: on the calling thread
+    when ``inline``, else split between threads, through each segment's int8 codes when it has
+    them (``index/vectorscan.py``)."""
+    for view in views:
+        seg = view.segment
+        codes = getattr(seg, "vector_codes_if_built", None)
+        vectorscan.cosine_rows(seg.embeddings, v, view.live, seg.has_embedding, depth, inline,
+                               *([codes] if codes else []))
+
+
 async def _vector_steps(engine: Engine, snap: Any, v: np.ndarray) -> list[int]:
     """Nanoseconds of each of ``VECTOR_STEPS`` for one vector-only query."""
     c = time.perf_counter_ns
@@ -605,11 +616,7 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
                     lat[name].append((clock() - t) / 1000)
                 for depth, name in ((K, SCAN_10), (100, SCAN_100)):
                     t = clock()
-                    for view in seg_views:
-                        seg = view.segment
-                        codes = getattr(seg, "vector_codes_if_built", None)
-                        vectorscan.cosine_rows(seg.embeddings, v, view.live, seg.has_embedding,
-                                               depth, inline, *([codes] if codes else []))
+                    _engine_scan(seg_views, v, depth, inline)
                     lat[name].append((clock() - t) / 1000)
                 for name, ns in zip(VECTOR_STEPS, await _vector_steps(engine, snap, v),
                                     strict=True):
@@ -626,13 +633,7 @@ async def vector_part(path: Path, corpus: Corpus, dim: int, passes: int, seed: i
                 for text, v in zip(texts, qvecs, strict=True):
                     t = clock()
                     if make == "scan":
-                        depth = K if name == IN_A_ROW_SCAN_10 else 100
-                        for view in seg_views:
-                            seg = view.segment
-                            codes = getattr(seg, "vector_codes_if_built", None)
-                            vectorscan.cosine_rows(seg.embeddings, v, view.live,
-                                                   seg.has_embedding, depth, inline,
-                                                   *([codes] if codes else []))
+                        _engine_scan(seg_views, v, K if name == IN_A_ROW_SCAN_10 else 100, inline)
                     else:
                         await engine.search_documents("" if make == "vector" else text, k=K,
                                                       **({} if make == "lexical"
